@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pp_doclayout_v3",
     category: "vision",
     spec_path: "model-specs/models/vision/pp_doclayout_v3.yaml",
-    spec_digest: "25f413602a9b6cd7bd8c0128342e12ac19685a155d0930473e52554a8e12fb90",
+    spec_digest: "38425a198affcc18f5fb91b0bb725c2e1524c597d93a06e2272a17344a1de7c9",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",
@@ -66,14 +66,54 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             ],
         },
         runtime::TensorDecl {
+            name: "encoder_last_hidden_state_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "hidden",
+                "encoder_last_hidden_state_0_2",
+                "encoder_last_hidden_state_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "hidden",
+                "encoder_last_hidden_state_1_2",
+                "encoder_last_hidden_state_1_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "hidden",
+                "encoder_last_hidden_state_2_2",
+                "encoder_last_hidden_state_2_3",
+            ],
+        },
+        runtime::TensorDecl {
             name: "init_reference_points",
             dtype: runtime::DType::Float32,
             axes: &["batch", "init_reference_points_1", "init_reference_points_2"],
         },
         runtime::TensorDecl {
+            name: "enc_topk_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_topk_logits_1", "enc_topk_logits_2"],
+        },
+        runtime::TensorDecl {
             name: "enc_topk_bboxes",
             dtype: runtime::DType::Float32,
             axes: &["batch", "enc_topk_bboxes_1", "enc_topk_bboxes_2"],
+        },
+        runtime::TensorDecl {
+            name: "enc_outputs_class",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_outputs_class_1", "enc_outputs_class_2"],
         },
         runtime::TensorDecl {
             name: "enc_outputs_coord_logits",
@@ -89,6 +129,11 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
                 "out_order_logits_2",
                 "out_order_logits_3",
             ],
+        },
+        runtime::TensorDecl {
+            name: "out_masks",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "out_masks_1", "out_masks_2", "hidden", "out_masks_4"],
         },
     ],
     tolerance: runtime::Tolerance {

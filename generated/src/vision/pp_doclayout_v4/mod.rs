@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pp_doclayout_v4",
     category: "vision",
     spec_path: "model-specs/models/vision/pp_doclayout_v4.yaml",
-    spec_digest: "45bc3ec97174495144283ef4d1953c05186a4f9d5c9466aeb597e2f16d930b4c",
+    spec_digest: "8b7c0d28199f9b8a438e687d0d5390e3c9f5d97300186597acf4b61532bf6fa2",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",
@@ -56,14 +56,54 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             ],
         },
         runtime::TensorDecl {
+            name: "encoder_last_hidden_state_0",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "hidden",
+                "encoder_last_hidden_state_0_2",
+                "encoder_last_hidden_state_0_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state_1",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "hidden",
+                "encoder_last_hidden_state_1_2",
+                "encoder_last_hidden_state_1_3",
+            ],
+        },
+        runtime::TensorDecl {
+            name: "encoder_last_hidden_state_2",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "batch",
+                "hidden",
+                "encoder_last_hidden_state_2_2",
+                "encoder_last_hidden_state_2_3",
+            ],
+        },
+        runtime::TensorDecl {
             name: "init_reference_points",
             dtype: runtime::DType::Float32,
             axes: &["batch", "init_reference_points_1", "init_reference_points_2"],
         },
         runtime::TensorDecl {
+            name: "enc_topk_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_topk_logits_1", "enc_topk_logits_2"],
+        },
+        runtime::TensorDecl {
             name: "enc_topk_bboxes",
             dtype: runtime::DType::Float32,
             axes: &["batch", "enc_topk_bboxes_1", "enc_topk_bboxes_2"],
+        },
+        runtime::TensorDecl {
+            name: "enc_outputs_class",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "enc_outputs_class_1", "enc_outputs_class_2"],
         },
         runtime::TensorDecl {
             name: "enc_outputs_coord_logits",
@@ -74,6 +114,11 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             name: "logits",
             dtype: runtime::DType::Float32,
             axes: &["batch", "logits_1", "logits_2"],
+        },
+        runtime::TensorDecl {
+            name: "relative_order_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "relative_order_logits_1", "relative_order_logits_2"],
         },
         runtime::TensorDecl {
             name: "successor_order_logits",

@@ -20,7 +20,10 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::Unsupported {
+                    reason: "qwen3_5 on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795813505-10059 on vm, 2026-11-27T21:05:11Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -30,16 +33,12 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// qwen3_5 on cpu: known-issue (libtorch, device cpu).
+/// qwen3_5 on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "qwen3_5 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:20:07Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape mismatch: value tensor of shape [3, 12] cannot be broadcast to indexing result of shape [3, 13]",
-        basis: runtime::Basis::Evidence,
-        stage: Some(runtime::Stage::Run),
-    },
+    runtime::Planned::Run,
 );
 /// qwen3_5 on cuda: run (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
@@ -134,18 +133,26 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// qwen3_5 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// qwen3_5 on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "qwen3_5 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:05:52Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 77 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 36889 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason; qwen3_5 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:06:04Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 41 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 23909 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason; qwen3_5 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:06:05Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 42 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 24334 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "qwen3_5 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:05:52Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 77 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 36889 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason; qwen3_5 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:06:04Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 41 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 23909 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason; qwen3_5 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:06:05Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 42 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 24334 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -157,23 +164,31 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_5 on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run 1795766161-11759 on vm, 2026-11-27T07:56:24Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider, ScatterND ×28 on CPUExecutionProvider, Transpose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 66 nodes (38%), 201 µs (0%); OpenVINOExecutionProvider: 107 nodes (62%), 88538 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            reason: "qwen3_5 on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:05:54Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider, ScatterND ×28 on CPUExecutionProvider, Transpose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 66 nodes (38%), 243 µs (0%); OpenVINOExecutionProvider: 107 nodes (62%), 108719 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     );
-/// qwen3_5 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
+/// qwen3_5 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "qwen3_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:20Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:38Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:40Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Load),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "qwen3_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:20Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:38Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:40Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Load),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -182,7 +197,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "qwen3_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:20Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:38Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:40Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Load),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -194,7 +213,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_5 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795766120-10399 on vm, 2026-11-27T07:55:57Z): step 0 (decoder): cannot load <fixtures>/generation/qwen3_5/decoder.onnx: Failed to compose Qnn graph.",
+            reason: "qwen3_5 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:25Z): step 0 (decoder): cannot load <fixtures>/generation/qwen3_5/decoder.onnx: Failed to compose Qnn graph.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -209,18 +228,24 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             min_top1: 0.95f64,
         },
     );
-/// qwen3_5 on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// qwen3_5 on webnn: not-tested (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::NotTested {
+            reason: "not tested here: qwen3_5 on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:23:53Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:25:00Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:25:04Z): component language: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+            stage: runtime::Stage::Run,
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: qwen3_5 on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:23:53Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:25:00Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:25:04Z): component language: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Run,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -229,7 +254,10 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: qwen3_5 on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:23:53Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:25:00Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:25:04Z): component language: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    stage: runtime::Stage::Run,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -238,7 +266,13 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(&super::GENERATION, runtime::Planned::Run);
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested here: qwen3_5 on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:24:53Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Run,
+        },
+    );
 /// qwen3_5 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -250,7 +284,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: qwen3_5 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795813930-15673 on vm, 2026-11-27T21:16:50Z): component embed: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-27 21:16:50.706239 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 21:16:50.712969 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 21:16:50.727669 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 21:16:50.776380 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (6, 1, 1) | \u{1b}[1;31m2026-11-27 21:16:50.779904 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -259,7 +296,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::Unsupported {
+                    reason: "qwen3_5 on webgpu with browser: q4_matches_reference does not apply (evidence: run 1795813930-15673 on vm, 2026-11-27T21:17:40Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -268,7 +308,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "qwen3_5 on webgpu with browser: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795813930-15673 on vm, 2026-11-27T21:17:47Z): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Export),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -289,7 +333,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "qwen3_5 on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795813930-15673 on vm, 2026-11-27T21:18:26Z): component embed: ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -298,7 +346,10 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::Unsupported {
+                    reason: "qwen3_5 on webgpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795813930-15673 on vm, 2026-11-27T21:18:28Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -307,7 +358,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "qwen3_5 on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795813930-15673 on vm, 2026-11-27T21:18:36Z): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Export),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

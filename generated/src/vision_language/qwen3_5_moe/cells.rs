@@ -20,7 +20,10 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::Unsupported {
+                    reason: "qwen3_5_moe on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795813505-10059 on vm, 2026-11-27T21:05:15Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -30,16 +33,12 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// qwen3_5_moe on cpu: known-issue (libtorch, device cpu).
+/// qwen3_5_moe on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "qwen3_5_moe on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795763934-8535 on vm, 2026-11-27T07:20:08Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: shape mismatch: value tensor of shape [3, 12] cannot be broadcast to indexing result of shape [3, 13]",
-        basis: runtime::Basis::Evidence,
-        stage: Some(runtime::Stage::Run),
-    },
+    runtime::Planned::Run,
 );
 /// qwen3_5_moe on cuda: run (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
@@ -134,18 +133,26 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// qwen3_5_moe on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// qwen3_5_moe on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "qwen3_5_moe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:06:07Z): component language: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_246 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_246_12' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n; qwen3_5_moe on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:06:17Z): component language: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_344 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_344_12' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n; qwen3_5_moe on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:06:19Z): component language: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_374 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_374_12' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "qwen3_5_moe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:06:07Z): component language: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_246 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_246_12' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n; qwen3_5_moe on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:06:17Z): component language: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_344 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_344_12' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n; qwen3_5_moe on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:06:19Z): component language: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_374 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_374_12' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -157,23 +164,31 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_5_moe on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run 1795766161-11759 on vm, 2026-11-27T07:56:26Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider, ScatterND ×28 on CPUExecutionProvider, TopK ×14 on CPUExecutionProvider, Transpose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 82 nodes (40%), 327 µs (0%); OpenVINOExecutionProvider: 123 nodes (60%), 95735 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5_moe.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            reason: "qwen3_5_moe on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:06:09Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider, ScatterND ×28 on CPUExecutionProvider, TopK ×14 on CPUExecutionProvider, Transpose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 82 nodes (40%), 508 µs (0%); OpenVINOExecutionProvider: 123 nodes (60%), 126095 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5_moe.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
     );
-/// qwen3_5_moe on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
+/// qwen3_5_moe on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "qwen3_5_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:08:41Z): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph.; qwen3_5_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:10:50Z): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph.; qwen3_5_moe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:11:52Z): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph.",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Load),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "qwen3_5_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:08:41Z): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph.; qwen3_5_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:10:50Z): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph.; qwen3_5_moe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:11:52Z): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Load),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -182,7 +197,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "qwen3_5_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:08:41Z): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph.; qwen3_5_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:10:50Z): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph.; qwen3_5_moe on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:11:52Z): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Load),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -194,7 +213,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_5_moe on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795766120-10399 on vm, 2026-11-27T07:55:59Z): step 0 (decoder): cannot load <fixtures>/generation/qwen3_5_moe/decoder.onnx: Failed to compose Qnn graph.",
+            reason: "qwen3_5_moe on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:09:42Z): step 0 (decoder): cannot load <fixtures>/generation/qwen3_5_moe/decoder.onnx: Failed to compose Qnn graph.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -209,18 +228,26 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             min_top1: 0.95f64,
         },
     );
-/// qwen3_5_moe on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// qwen3_5_moe on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "qwen3_5_moe on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795814483-18557 on vm, 2026-11-27T21:25:10Z): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×20 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 230 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 103 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/qwen3_5_moe.yaml only if it may run off WebNNExecutionProvider, with the reason; qwen3_5_moe on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795814483-18557 on vm, 2026-11-27T21:26:04Z): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×20 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 230 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 103 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/qwen3_5_moe.yaml only if it may run off WebNNExecutionProvider, with the reason; qwen3_5_moe on webnn with browser: runs failed: the engine or its provider (evidence: run 1795814483-18557 on vm, 2026-11-27T21:26:27Z): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×20 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 230 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 103 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/qwen3_5_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "qwen3_5_moe on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795814483-18557 on vm, 2026-11-27T21:25:10Z): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×20 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 230 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 103 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/qwen3_5_moe.yaml only if it may run off WebNNExecutionProvider, with the reason; qwen3_5_moe on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795814483-18557 on vm, 2026-11-27T21:26:04Z): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×20 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 230 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 103 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/qwen3_5_moe.yaml only if it may run off WebNNExecutionProvider, with the reason; qwen3_5_moe on webnn with browser: runs failed: the engine or its provider (evidence: run 1795814483-18557 on vm, 2026-11-27T21:26:27Z): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×20 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 230 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 103 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/qwen3_5_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -229,7 +256,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "qwen3_5_moe on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795814483-18557 on vm, 2026-11-27T21:25:10Z): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×20 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 230 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 103 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/qwen3_5_moe.yaml only if it may run off WebNNExecutionProvider, with the reason; qwen3_5_moe on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795814483-18557 on vm, 2026-11-27T21:26:04Z): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×20 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 230 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 103 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/qwen3_5_moe.yaml only if it may run off WebNNExecutionProvider, with the reason; qwen3_5_moe on webnn with browser: runs failed: the engine or its provider (evidence: run 1795814483-18557 on vm, 2026-11-27T21:26:27Z): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider, QuickGelu ×8 on CPUExecutionProvider, Reshape ×20 on CPUExecutionProvider, ScatterElements ×8 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 230 nodes (69%), 0 µs (0%); WebNNExecutionProvider: 103 nodes (31%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/qwen3_5_moe.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -238,7 +269,13 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(&super::GENERATION, runtime::Planned::Run);
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested here: qwen3_5_moe on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:26:20Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Run,
+        },
+    );
 /// qwen3_5_moe on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
@@ -250,7 +287,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: qwen3_5_moe on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795813930-15673 on vm, 2026-11-27T21:18:55Z): component embed: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-27 21:18:55.286449 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 21:18:55.295539 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 21:18:55.300090 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 21:18:55.350309 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (6, 1, 1) | \u{1b}[1;31m2026-11-27 21:18:55.356144 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -259,7 +299,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::Unsupported {
+                    reason: "qwen3_5_moe on webgpu with browser: q4_matches_reference does not apply (evidence: run 1795813930-15673 on vm, 2026-11-27T21:19:58Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -268,7 +311,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "qwen3_5_moe on webgpu with browser: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795813930-15673 on vm, 2026-11-27T21:19:59Z): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Export),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -289,7 +336,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "qwen3_5_moe on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795813930-15673 on vm, 2026-11-27T21:20:58Z): component embed: ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -298,7 +349,10 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::Unsupported {
+                    reason: "qwen3_5_moe on webgpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795813930-15673 on vm, 2026-11-27T21:21:00Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -307,7 +361,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "qwen3_5_moe on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795813930-15673 on vm, 2026-11-27T21:21:11Z): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Export),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
