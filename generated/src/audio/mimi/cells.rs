@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mimi on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795788166-3337 on vm, 2026-11-27T14:02:46Z): ONNX Runtime run failed: Non-zero status code returned while running DynamicQuantizeMatMul node. Name:'node_matmul_5_quant' Status Message: /onnxruntime_src/onnxruntime/contrib_ops/cpu/quantization/dynamic_quantize_matmul.cc:97 onnxruntime::common::Status onnxruntime::contrib::MatMulIntegerToFloatBase::ComputeCommon(onnxruntime::OpKernelContext*, const uint8_t*, const onnxruntime::TensorShape&, float, uint8_t, bool, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*) const IsBQuantParamSupported(b_zp_constant_tensor->Shape(), b_tensor ? b_tensor->Shape() : b_shape_) was false. MatmulInteger : b zero point is not valid\n",
+                    reason: "mimi on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:34:40Z): ONNX Runtime run failed: Non-zero status code returned while running DynamicQuantizeMatMul node. Name:'node_matmul_5_quant' Status Message: /onnxruntime_src/onnxruntime/contrib_ops/cpu/quantization/dynamic_quantize_matmul.cc:97 onnxruntime::common::Status onnxruntime::contrib::MatMulIntegerToFloatBase::ComputeCommon(onnxruntime::OpKernelContext*, const uint8_t*, const onnxruntime::TensorShape&, float, uint8_t, bool, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*) const IsBQuantParamSupported(b_zp_constant_tensor->Shape(), b_tensor ? b_tensor->Shape() : b_shape_) was false. MatmulInteger : b zero point is not valid\n",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -39,7 +39,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "mimi on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795788166-3337 on vm, 2026-11-27T14:02:47Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1",
+        reason: "mimi on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:34:41Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1",
         basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Run),
     },

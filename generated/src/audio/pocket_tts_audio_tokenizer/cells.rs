@@ -35,7 +35,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "pocket_tts_audio_tokenizer on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795788166-3337 on vm, 2026-11-27T14:02:48Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1",
+        reason: "pocket_tts_audio_tokenizer on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:34:42Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1",
         basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Run),
     },

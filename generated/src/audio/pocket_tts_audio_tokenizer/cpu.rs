@@ -19,12 +19,12 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
 }
-/// pocket_tts_audio_tokenizer on cpu with libtorch, device cpu: known-issue (pocket_tts_audio_tokenizer on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795788166-3337 on vm, 2026-11-27T14:02:48Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1).
+/// pocket_tts_audio_tokenizer on cpu with libtorch, device cpu: known-issue (pocket_tts_audio_tokenizer on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:34:42Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1).
 ///
 /// Select this cell with `cargo test -p generated audio::pocket_tts_audio_tokenizer::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
         super::super::cells::CPU_TORCH, ignore =
-        "known issue: pocket_tts_audio_tokenizer on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795788166-3337 on vm, 2026-11-27T14:02:48Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1"
+        "known issue: pocket_tts_audio_tokenizer on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:34:42Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1"
     );
 }

@@ -23,12 +23,12 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
 }
-/// aria_text on cpu with libtorch, device cpu: known-issue (aria_text on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795800044-14128 on vm, 2026-11-27T17:20:45Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: Expected 6 elements in a list but found 8).
+/// aria_text on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::aria_text::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, ignore =
-        "known issue: aria_text on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795800044-14128 on vm, 2026-11-27T17:20:45Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: Expected 6 elements in a list but found 8"
+        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
+        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
     );
 }

@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795800044-14128 on vm, 2026-11-27T17:20:46Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)",
+                    reason: "deepseek_v4 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:34:43Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -36,7 +36,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -79,7 +79,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -113,7 +113,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -147,7 +147,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -185,7 +185,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -233,7 +233,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     )
@@ -279,7 +279,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -340,7 +340,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );
@@ -401,7 +401,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'",
+            reason: "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: invalid literal for int() with base 10: 'compressor'",
             stage: runtime::Stage::Reference,
         },
     );

@@ -18,6 +18,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: invalid literal for int() with base 10: 'compressor'"
+        "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: invalid literal for int() with base 10: 'compressor'"
     );
 }

@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "granitemoehybrid on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795800044-14128 on vm, 2026-11-27T17:20:49Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)",
+                    reason: "granitemoehybrid on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:34:44Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -36,7 +36,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -79,7 +79,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -113,7 +113,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -147,7 +147,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -189,7 +189,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -237,7 +237,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     )
@@ -283,7 +283,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -334,7 +334,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     );
@@ -387,7 +387,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
+            reason: "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers.",
             stage: runtime::Stage::Reference,
         },
     );

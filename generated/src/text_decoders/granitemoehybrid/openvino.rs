@@ -14,6 +14,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, ignore =
-        "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers."
+        "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers."
     );
 }

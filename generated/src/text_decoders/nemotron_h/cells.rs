@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron_h on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795800044-14128 on vm, 2026-11-27T17:20:51Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)",
+                    reason: "nemotron_h on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:34:46Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -36,7 +36,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -80,7 +80,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -115,7 +115,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -150,7 +150,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -193,7 +193,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -242,7 +242,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -289,7 +289,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -341,7 +341,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -395,7 +395,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
+            reason: "nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },

@@ -15,7 +15,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::ROCM_ONNX, ignore =
-        "known issue: nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
+        "known issue: nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
     );
 }
 /// nemotron_h on rocm with libtorch, device cuda: run.

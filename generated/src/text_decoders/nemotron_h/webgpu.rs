@@ -23,7 +23,7 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
+        "known issue: nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
     );
 }
 /// nemotron_h on webgpu with onnxruntime, WebGpuExecutionProvider: run.
@@ -49,7 +49,7 @@ mod native {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
+        "known issue: nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: legacy exporter: IndexError: list index out of range; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: IndexError: list index out of range)"
     );
 }
 /// nemotron_h's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

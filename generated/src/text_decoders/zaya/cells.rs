@@ -30,16 +30,12 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// zaya on cpu: known-issue (libtorch, device cpu).
+/// zaya on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "zaya on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:18Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: Expected 3 elements in a list but found 4",
-        basis: runtime::Basis::Evidence,
-        stage: Some(runtime::Stage::Run),
-    },
+    runtime::Planned::Run,
 );
 /// zaya on cuda: run (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(

@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "aria on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:18Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8)",
+                    reason: "aria on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:34:56Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -34,16 +34,12 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// aria on cpu: known-issue (libtorch, device cpu).
+/// aria on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::KnownIssue {
-        reason: "aria on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:19Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: Expected 7 elements in a list but found 8",
-        basis: runtime::Basis::Evidence,
-        stage: Some(runtime::Stage::Run),
-    },
+    runtime::Planned::Run,
 );
 /// aria on cuda: run (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(

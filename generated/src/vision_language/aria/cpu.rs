@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: aria on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:18Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8)"
+        "known issue: aria on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:34:56Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
@@ -22,12 +22,12 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
 }
-/// aria on cpu with libtorch, device cpu: known-issue (aria on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:19Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: Expected 7 elements in a list but found 8).
+/// aria on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::aria::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, ignore =
-        "known issue: aria on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:19Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: Expected 7 elements in a list but found 8"
+        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
+        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
     );
 }

@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "unlimited_ocr on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:21Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)",
+                    reason: "unlimited_ocr on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:35:03Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -36,7 +36,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
+            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
             stage: runtime::Stage::Reference,
         },
     );
@@ -46,7 +46,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "unlimited_ocr on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:22Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:22Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: runs failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:22Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at",
+        reason: "unlimited_ocr on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:35:04Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:35:04Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: runs failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:35:04Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at",
         basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Export),
     },
@@ -83,7 +83,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
+            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
             stage: runtime::Stage::Reference,
         },
     );
@@ -117,7 +117,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
+            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
             stage: runtime::Stage::Reference,
         },
     );
@@ -151,7 +151,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
+            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
             stage: runtime::Stage::Reference,
         },
     );
@@ -189,7 +189,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
+            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
             stage: runtime::Stage::Reference,
         },
     );
@@ -237,7 +237,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
+            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
             stage: runtime::Stage::Reference,
         },
     )
@@ -283,7 +283,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
+            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
             stage: runtime::Stage::Reference,
         },
     );
@@ -334,7 +334,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
+            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
             stage: runtime::Stage::Reference,
         },
     );
@@ -385,7 +385,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
+            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
             stage: runtime::Stage::Reference,
         },
     );

@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: unlimited_ocr on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:21Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)"
+        "known issue: unlimited_ocr on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:35:03Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
@@ -19,15 +19,15 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size"
+        "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size"
     );
 }
-/// unlimited_ocr on cpu with libtorch, device cpu: known-issue (unlimited_ocr on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:22Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:22Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: runs failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:22Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at).
+/// unlimited_ocr on cpu with libtorch, device cpu: known-issue (unlimited_ocr on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:35:04Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:35:04Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: runs failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:35:04Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at).
 ///
 /// Select this cell with `cargo test -p generated vision_language::unlimited_ocr::cpu::torch::`.
 mod torch {
     runtime::cell_tests!(
         super::super::cells::CPU_TORCH, ignore =
-        "known issue: unlimited_ocr on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:22Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:22Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: runs failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:22Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at"
+        "known issue: unlimited_ocr on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:35:04Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:35:04Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: runs failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:35:04Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at"
     );
 }

@@ -15,7 +15,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::MPS_ONNX, ignore =
-        "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size"
+        "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size"
     );
 }
 /// unlimited_ocr on mps with libtorch, device mps: run.
