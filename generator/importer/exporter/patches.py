@@ -114,7 +114,7 @@ class Complex:
     raises, and the attempt fails with that error."""
 
     SHAPE_METHODS = ("unsqueeze", "reshape", "view", "expand", "flatten", "squeeze", "permute", "transpose",
-                     "contiguous", "repeat", "repeat_interleave", "clone", "detach", "narrow", "unflatten", "__getitem__")
+                     "contiguous", "repeat", "repeat_interleave", "clone", "detach", "narrow", "unflatten")
 
     def __init__(self, real, imag):
         self.real, self.imag = real, imag
@@ -246,6 +246,12 @@ def complex_attributes(model):
             setattr(module, name, value)
 
 
+def _earlier_or_same(length: int, device) -> torch.Tensor:
+    """[t, s]: whether s <= t, for a sequence of `length`."""
+    positions = torch.arange(length, device=device)
+    return positions[:, None] >= positions[None, :]
+
+
 def selective_scan(hidden_states, dt, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
                    return_last_state=False, **_kernel_options):
     """Mamba's selective scan (transformers' `mamba_selective_scan`, one copy per architecture) in
@@ -263,8 +269,7 @@ def selective_scan(hidden_states, dt, A, B, C, D=None, z=None, delta_bias=None, 
     B, C = B.transpose(1, 2), C.transpose(1, 2)  # [batch, length, state]
     decay_log = torch.cumsum(A[None, :, None, :] * dt[:, :, :, None], dim=2)  # L_t: [batch, channels, length, state]
     inputs = dt[:, :, :, None] * B[:, None, :, :].float() * hidden_states[:, :, :, None].float()
-    positions = torch.arange(hidden_states.shape[-1], device=hidden_states.device)
-    causal = (positions[:, None] >= positions[None, :])[None, None, :, :, None]  # [t, s]: s <= t
+    causal = _earlier_or_same(hidden_states.shape[-1], hidden_states.device)[None, None, :, :, None]
     between = decay_log.unsqueeze(3) - decay_log.unsqueeze(2)  # L_t - L_s: [batch, channels, t, s, state]
     # Masked before the exponential: L_t - L_s is positive for s > t and could overflow.
     decay = torch.exp(torch.where(causal, between, torch.full((), float("-inf"), dtype=between.dtype)))
@@ -275,12 +280,6 @@ def selective_scan(hidden_states, dt, A, B, C, D=None, z=None, delta_bias=None, 
     if z is not None:
         scan_output = scan_output * torch.nn.functional.silu(z)
     return (scan_output, states[:, :, -1].to(input_dtype)) if return_last_state else scan_output
-
-
-def _earlier_or_same(length: int, device) -> torch.Tensor:
-    """[t, s]: whether s <= t, for a sequence of `length`."""
-    positions = torch.arange(length, device=device)
-    return positions[:, None] >= positions[None, :]
 
 
 def rnn_scan(self, hidden_states, recurrent_gate, reset, recurrent_states, acc_dtype=torch.float32):
@@ -397,10 +396,13 @@ INTEGER_OR = ("cpmant", "modernvbert", "ultravbert")
 # Architectures with their own identical copy of transformers' `mamba_selective_scan`.
 SELECTIVE_SCAN = ("mamba", "falcon_mamba", "zamba", "jamba")
 
+RMS_NORM = ("transformer_chroma", "transformer_ltx", "transformer_ltx2", "transformer_hidream_image",
+            "transformer_joyimage_edit_plus", "transformer_sana_wm_refiner")
+
 PATCHES = (
-    Patch("rms_norm", "torch.nn.functional.rms_norm",
-          ("transformer_chroma", "transformer_ltx", "transformer_ltx2", "transformer_hidream_image",
-           "transformer_joyimage_edit_plus", "transformer_sana_wm_refiner"), function=rms_norm),
+    # Reached as either name.
+    Patch("rms_norm", "torch.nn.functional.rms_norm", RMS_NORM, function=rms_norm),
+    Patch("rms_norm", "torch.rms_norm", RMS_NORM, function=rms_norm),
     Patch("isin", "torch.isin", ("grounding-dino", "mm-grounding-dino"), function=isin),
     Patch("diff", "torch.diff", ("mimi", "whisper"), function=diff),
     Patch("solve_triangular", "torch.linalg.solve_triangular",
@@ -500,10 +502,6 @@ def applied(opset: int, patches=PATCHES):
                 _originals[patch.replaces] = original
                 setattr(owner, attribute, patch.function if patch.counted_by_itself else _counting(patch))
                 undo.append(lambda owner=owner, attribute=attribute, original=original: setattr(owner, attribute, original))
-                if patch.replaces == "torch.nn.functional.rms_norm":  # also reached as torch.rms_norm
-                    torch_original = torch.rms_norm
-                    torch.rms_norm = _counting(patch)
-                    undo.append(lambda original=torch_original: setattr(torch, "rms_norm", original))
             else:
                 torch.onnx.register_custom_op_symbolic(patch.replaces, _counting_symbolic(patch), opset)
                 undo.append(lambda name=patch.replaces: _unregister_symbolic(name, opset))
