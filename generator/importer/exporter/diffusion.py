@@ -99,14 +99,14 @@ def shrink(row: dict, wide: bool = False) -> dict:
     return out
 
 
-def build(row: dict, tiny_config: dict, wide: bool = False):
+def build(row: dict, tiny_config: dict, wide: bool = False, limit: int = MAX_PARAMETERS):
     """The tiny model and its config (diffusers' frozen dict of constructor arguments), once
     its parameter count is under the tiny-model limit (building one that is not could take
     the machine's memory: three classes would need tens of billions of parameters)."""
     from export import model_class
 
     cls = model_class(row["base_class"])
-    check_size(lambda: cls(**tiny_config), MAX_PARAMETERS, mild=False, wide=wide)
+    check_size(lambda: cls(**tiny_config), limit, mild=False, wide=wide)
     model = cls(**tiny_config)
     return model, model.config
 

@@ -576,7 +576,7 @@ def merge_config(config: dict, overrides: dict) -> dict:
 
 
 def derive(model_type: str, seed: int = 0, overrides: dict | None = None, layout: tuple | None = None,
-           drawn: list | None = None, export_class: str | None = None) -> dict:
+           drawn: list | None = None, export_class: str | None = None, max_parameters: int | None = None) -> dict:
     """The imported fields of one architecture. Never raises: when transformers cannot build
     or run the tiny model, the result carries `known_issue` with the real error; when the
     registries cannot decide the category, `undecided` says why. `overrides` (the spec's
@@ -584,8 +584,11 @@ def derive(model_type: str, seed: int = 0, overrides: dict | None = None, layout
     and shapes) replaces the candidate layouts; `drawn` (its `export.drawn_weights`) are drawn
     as the fixture export draws them (export.draw_weights); `export_class` (its curated
     `export.class`) is the class run instead of the registry's base model, built from its own
-    sub-config of the tiny config (export.own_config: a video tracker's image encoder)."""
+    sub-config of the tiny config (export.own_config: a video tracker's image encoder);
+    `max_parameters` (its curated `export.max_parameters`) replaces the tiny-model limit for an
+    architecture that hard-codes a width no config reaches."""
     overrides = overrides or {}
+    limit = max_parameters or MAX_PARAMETERS
     row = _row(model_type)
     if export_class:
         row = {**row, "base_class": export_class}
@@ -596,33 +599,32 @@ def derive(model_type: str, seed: int = 0, overrides: dict | None = None, layout
             found["tiny_config"] = merge_config(diffusion.shrink(row), overrides)
             torch.manual_seed(seed)
             try:
-                model, config = diffusion.build(row, found["tiny_config"])
+                model, config = diffusion.build(row, found["tiny_config"], limit=limit)
             except RuntimeError as error:  # over the limit: every width-named default capped too
                 if "parameters after shrinking" not in str(error):
                     raise
                 found["tiny_config"] = merge_config(diffusion.shrink(row, wide=True), overrides)
                 torch.manual_seed(seed)
-                model, config = diffusion.build(row, found["tiny_config"], wide=True)
+                model, config = diffusion.build(row, found["tiny_config"], wide=True, limit=limit)
             params = _forward_params(type(model))
             # A spec's curated layout replaces the candidates here too (Flux's packed latents and ids).
             layouts = [layout] if layout else diffusion.candidate_layouts(params, config)
             io = _derive_io(row, config, decided, seed, found, model, layouts, drawn=drawn)
             return {**found, **decided, **io}
         except Exception as error:  # noqa: BLE001
-            import export
-
-            return {**found, **decided, "known_issue": f"running the tiny model: {export._error_line(error)}", "stage": "reference"}
+            return {**found, **decided, **_stopped_running(error)}
     first = None  # the generic shrinking's result when the milder one fails too
     # Generic; then every width kept, with small images; then also the images' own size (a
     # model whose image size is tied to its widths), which makes the slowest tiny models.
     for mild, small_images in ((False, True), (True, True), (True, False)):
-        result = _derive_with(row, model_type, dict(found), seed, mild, small_images, overrides, layout, drawn=drawn)
+        result = _derive_with(row, model_type, dict(found), seed, mild, small_images, overrides, layout, drawn=drawn, limit=limit)
         if "known_issue" not in result:
             return result
         first = first or result
     # Every width the tables know is small, yet some other width kept the model over the limit.
     if "parameters after shrinking" in first.get("known_issue", ""):
-        result = _derive_with(row, model_type, dict(found), seed, False, True, overrides, layout, wide=True, drawn=drawn)
+        result = _derive_with(row, model_type, dict(found), seed, False, True, overrides, layout, wide=True, drawn=drawn,
+                              limit=limit)
         if "known_issue" not in result:
             return result
     return first
@@ -657,7 +659,7 @@ def _tied_config(model_type: str, tiny: dict, overrides: dict, attempts: int = 4
 
 
 def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool, small_images: bool, overrides: dict,
-                 layout: tuple | None, wide: bool = False, drawn: list | None = None) -> dict:
+                 layout: tuple | None, wide: bool = False, drawn: list | None = None, limit: int = MAX_PARAMETERS) -> dict:
     import export
 
     try:
@@ -672,7 +674,7 @@ def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool,
         return {**found, **decided}
     try:
         cls = getattr(transformers, row["base_class"])
-        check_size(lambda: export.instantiate(cls, config), MAX_PARAMETERS, mild, wide)
+        check_size(lambda: export.instantiate(cls, config), limit, mild, wide)
         try:
             io = _derive_io(row, config, decided, seed, found, layout=layout, drawn=drawn)  # may add found["constant_outputs"]
         except NoInformativeOutput:
@@ -695,7 +697,35 @@ def _derive_with(row: dict, model_type: str, found: dict, seed: int, mild: bool,
                         raise
         return {**found, **decided, **io}
     except Exception as error:  # noqa: BLE001
-        return {**found, **decided, "known_issue": f"running the tiny model: {export._error_line(error)}", "stage": "reference"}
+        return {**found, **decided, **_stopped_running(error)}
+
+
+def _stopped_running(error: BaseException) -> dict:
+    """The known issue of a tiny model that would not run: our harness's gap (stage reference),
+    or this environment's where transformers refused it for an optional library absent here
+    (`missing_libraries`: natten, detectron2; found from the `requires_backends` call that
+    raised, never from the message's words)."""
+    import export
+
+    issue = {"known_issue": f"running the tiny model: {export._error_line(error)}", "stage": "reference"}
+    missing = missing_libraries(error)
+    return {**issue, "missing_libraries": missing} if missing else issue
+
+
+def missing_libraries(error: BaseException) -> list[str]:
+    """The libraries transformers' `requires_backends` found absent, where that call raised
+    `error` (its frame's `backends`, each checked against transformers' own availability
+    test); empty for any other error."""
+    from transformers.utils import import_utils
+
+    traceback = error.__traceback__
+    while traceback is not None:
+        frame = traceback.tb_frame
+        if frame.f_code is import_utils.requires_backends.__code__:
+            backends = frame.f_locals.get("backends") or []
+            return sorted(b for b in backends if isinstance(b, str) and not import_utils.BACKENDS_MAPPING[b][0]())
+        traceback = traceback.tb_next
+    return []
 
 
 # The config keys that set the standard deviation of a model's initial weights, and the

@@ -161,6 +161,32 @@ class DrawnWeightsTest(unittest.TestCase):
             export.draw_weights(self.model(), ["0.weight"])
 
 
+class MissingLibraryTest(unittest.TestCase):
+    def test_the_libraries_requires_backends_found_absent_are_named(self):
+        from transformers.utils import import_utils
+
+        if import_utils.BACKENDS_MAPPING["natten"][0]():
+            self.skipTest("natten is installed here")
+
+        class NeedsNatten:
+            def __init__(self):
+                import_utils.requires_backends(self, ["torch", "natten"])
+
+        # Not assertRaises: it clears the traceback's frames, whose locals name the backends.
+        try:
+            NeedsNatten()
+            self.fail("requires_backends did not raise")
+        except ImportError as error:
+            raised = error
+        self.assertEqual(registry.missing_libraries(raised), ["natten"])
+        issue = registry._stopped_running(raised)
+        self.assertEqual((issue["stage"], issue["missing_libraries"]), ("reference", ["natten"]))
+        # Words alone never decide: the same message raised elsewhere is our harness's.
+        other = ImportError(str(raised))
+        self.assertEqual(registry.missing_libraries(other), [])
+        self.assertNotIn("missing_libraries", registry._stopped_running(other))
+
+
 class RecipeTest(unittest.TestCase):
     def names(self, export_section, second=(1,)):
         return [a.name for a in export.recipe({"export": export_section}, second)]
@@ -169,15 +195,17 @@ class RecipeTest(unittest.TestCase):
         self.assertEqual(self.names({})[:3], ["legacy", "dynamo on shape 2", "dynamo"])
         self.assertTrue(all("dynamo" in n for n in self.names({"exporter": "dynamo"})))
         self.assertNotIn("dynamo on shape 2", self.names({}, second=None))
-        hinted = self.names({"attempt": "dynamo draft export, patched"})
-        self.assertEqual(hinted[0], "dynamo draft export, patched")
+        hinted = self.names({"attempt": "dynamo, patched"})
+        self.assertEqual(hinted[0], "dynamo, patched")
         self.assertEqual(sorted(hinted), sorted(self.names({})))
+        # Draft export stays last even where it made the last fixture: it is the slowest.
+        self.assertEqual(self.names({"attempt": "dynamo draft export, patched"}), self.names({}))
 
     def test_late_attempts_only_where_they_can_get_further(self):
         draft = next(a for a in export.RECIPE if a.draft)
         patched_dynamo = next(a for a in export.RECIPE if a.dynamo and a.patched and not a.draft and not a.batched_experts)
         batched = [a for a in export.RECIPE if a.batched_experts]
-        self.assertTrue(export.worth_trying(draft, {}, set(), False))  # the recorded attempt, first
+        self.assertTrue(export.worth_trying(draft, {}, set(), False))  # a recipe of draft alone
         self.assertFalse(export.worth_trying(draft, {"dynamo": "ConversionError: no ONNX function"}, set(), False))
         self.assertTrue(export.worth_trying(draft, {"dynamo": "x (cause: GuardOnDataDependentSymNode: y)"}, set(), False))
         self.assertFalse(export.worth_trying(patched_dynamo, {"legacy": "x"}, set(), False))

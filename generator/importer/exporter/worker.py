@@ -98,7 +98,8 @@ def main() -> int:
                 layout = (job["inputs"], job["shapes"]) if "inputs" in job and "shapes" in job else None
                 export = job.get("export") or {}
                 result = registry.derive(job["model_type"], overrides=job.get("tiny_config_overrides") or {}, layout=layout,
-                                         drawn=export.get("drawn_weights"), export_class=export.get("class"))
+                                         drawn=export.get("drawn_weights"), export_class=export.get("class"),
+                                         max_parameters=export.get("max_parameters"))
                 if job.get("components") and "known_issue" not in result:
                     result.update(components.derive_imported(job["model_type"], result, job["components"]))
                 if "known_issue" in result:

@@ -298,10 +298,17 @@ impl Import<'_> {
                     .map(str::parse::<Stage>)
                     .transpose()
                     .map_err(|e| format!("error: the worker's answer for {model_type}: {e}"))?;
+                let missing_libraries = match value.get("missing_libraries") {
+                    None => Vec::new(),
+                    Some(names) => serde_json::from_value(names.clone()).map_err(|e| {
+                        format!("error: the worker's answer for {model_type}: missing_libraries: {e}")
+                    })?,
+                };
                 failure = Some(PipelineFailure {
                     stage: stage.unwrap_or(Stage::Reference),
                     timed_out: false,
                     harness_limit: false,
+                    missing_libraries,
                     error: error.to_string(),
                 });
             }
@@ -310,6 +317,7 @@ impl Import<'_> {
             if let Some(object) = value.as_object_mut() {
                 object.remove("known_issue");
                 object.remove("stage");
+                object.remove("missing_libraries");
             }
             let mut imported = to_imported(&value, version)?;
             // The attempt that made the last fixture: the trial export starts from it.

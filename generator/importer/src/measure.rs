@@ -602,6 +602,7 @@ impl MeasuredCell<'_> {
                 },
                 timed_out: false,
                 harness_limit: !torch_onnx,
+                missing_libraries: Vec::new(),
                 error: error.to_string(),
             };
             let entry =

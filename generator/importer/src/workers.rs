@@ -302,6 +302,7 @@ impl JobError {
             },
             timed_out: matches!(self, JobError::TimedOut(_)),
             harness_limit: false,
+            missing_libraries: Vec::new(),
             error: self.to_string(),
         }
     }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use hwmatrix_cell::{Attribution, Stage};
+use hwmatrix_cell::{Attribution, ErrorKind, Stage};
 use hwmatrix_specs::plan::Plan;
 use hwmatrix_specs::spec::evidence::EXPORT;
 use serde::Serialize;
@@ -59,7 +59,7 @@ pub struct ExportFailures {
 
 const EXPORTERS: &str = "the exporters";
 
-const WHAT: &str = "Models no platform could run, grouped by what stopped their fixture: the cause of the last exporter attempt of the recipe (generator/importer/exporter/export.py `RECIPE`: the legacy and dynamo exporters, then opset 18 with patches and with batched experts, then torch.export's draft mode) for the exporters' failures, our harness's own stop (config, reference) otherwise; from each model's `export` entry in model-specs/evidence, with its whole error and provenance there";
+const WHAT: &str = "Models no platform could run, grouped by what stopped their fixture: the cause of the last exporter attempt of the recipe (generator/importer/exporter/export.py `RECIPE`: the legacy and dynamo exporters, then opset 18 with patches and with batched experts, then torch.export's draft mode) for the exporters' failures, this environment's (a library absent here, our time limit) or our harness's own stop (config, reference) otherwise; from each model's `export` entry in model-specs/evidence, with its whole error and provenance there";
 
 /// The export entries of the plan's models, grouped by cause, largest group first.
 pub fn export_failures(plan: &Plan) -> ExportFailures {
@@ -70,7 +70,9 @@ pub fn export_failures(plan: &Plan) -> ExportFailures {
         };
         let harness = entry.attribution == Some(Attribution::Harness)
             || matches!(entry.stage, Some(Stage::Config | Stage::Reference));
-        let (who, cause) = if harness {
+        let (who, cause) = if entry.attribution == Some(Attribution::Environment) {
+            (ENVIRONMENT, environment_cause(entry.error_kind))
+        } else if harness {
             ("our harness", harness_cause(&entry.error))
         } else {
             (EXPORTERS, exporter_cause(&entry.error))
@@ -163,14 +165,23 @@ fn classify(error: &str) -> String {
     }
 }
 
+const ENVIRONMENT: &str = "this environment";
+
+/// What this environment lacked, by the entry's error kind.
+fn environment_cause(kind: Option<ErrorKind>) -> String {
+    match kind {
+        Some(ErrorKind::LibraryMissing) => "a library the model needs is not installed here".into(),
+        Some(ErrorKind::Timeout) => "our worker's time limit".into(),
+        _ => "another limit of this machine (see the model's entry)".into(),
+    }
+}
+
 /// Where our harness stopped, in words shared by the models it stopped.
 fn harness_cause(error: &str) -> String {
     if error.contains("parameters after shrinking") || error.contains("parameters with every") {
         "the tiny model stays too large (a width the shrink does not know)".into()
     } else if error.contains("does not read its input") {
         "the tiny model ignores an input the spec declares".into()
-    } else if error.contains("requires the") && error.contains("library") {
-        "a library the model needs is not installed here".into()
     } else if error.contains("do not match") || error.contains("must exceed") {
         "the tiny inputs do not fit the model's image or audio tokens".into()
     } else if error.contains("constant") {

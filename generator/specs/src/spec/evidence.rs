@@ -555,19 +555,22 @@ pub struct PipelineFailure {
     pub timed_out: bool,
     /// The generation exporter's own limit (a cache it cannot flatten), not torch.onnx's.
     pub harness_limit: bool,
+    /// The optional libraries transformers refused to build the model without, absent here
+    /// (natten, detectron2): the worker finds them from the call that raised.
+    pub missing_libraries: Vec<String>,
     /// The whole error, in the worker's words.
     pub error: String,
 }
 
 impl PipelineFailure {
-    /// Who failed: our harness before any exporter ran (config, reference)
-    /// or at its own limits, the environment at our time limit, else the
-    /// model with torch.onnx.
+    /// Who failed: the environment at our time limit or without a library
+    /// the model needs, our harness before any exporter ran (config,
+    /// reference) or at its own limits, else the model with torch.onnx.
     pub fn attribution(&self) -> Attribution {
-        if self.stage.is_harness() || self.harness_limit {
-            Attribution::Harness
-        } else if self.timed_out {
+        if self.timed_out || !self.missing_libraries.is_empty() {
             Attribution::Environment
+        } else if self.stage.is_harness() || self.harness_limit {
+            Attribution::Harness
         } else {
             Attribution::Model
         }
@@ -587,6 +590,8 @@ pub fn pipeline_failure(check: &str, failure: &PipelineFailure, fixture_key: &st
         stage: Some(failure.stage),
         error_kind: Some(if failure.timed_out {
             ErrorKind::Timeout
+        } else if !failure.missing_libraries.is_empty() {
+            ErrorKind::LibraryMissing
         } else if attribution == Attribution::Harness {
             ErrorKind::FixtureMissing
         } else {
@@ -778,6 +783,7 @@ mod tests {
             stage,
             timed_out: false,
             harness_limit: false,
+            missing_libraries: Vec::new(),
             error: error.into(),
         };
         let model = pipeline_failure(
@@ -815,12 +821,29 @@ mod tests {
             (ours.attribution, ours.stage),
             (Some(Attribution::Harness), Some(Stage::Reference))
         );
+        let absent = PipelineFailure {
+            missing_libraries: vec!["natten".into()],
+            ..failed(
+                Stage::Reference,
+                "running the tiny model: ImportError: DinatModel requires the natten library",
+            )
+        };
+        let absent = pipeline_failure(EXPORT, &absent, "k");
+        assert_eq!(
+            (absent.attribution, absent.error_kind),
+            (
+                Some(Attribution::Environment),
+                Some(ErrorKind::LibraryMissing)
+            ),
+            "a library absent here is this environment's, not our harness's"
+        );
         let limit = pipeline_failure(
             EXPORT,
             &PipelineFailure {
                 stage: Stage::Export,
                 timed_out: true,
                 harness_limit: false,
+                missing_libraries: Vec::new(),
                 error: "timed out after 300 s".into(),
             },
             "k",

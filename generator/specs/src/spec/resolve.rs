@@ -9,6 +9,9 @@ use super::evidence::Entry;
 use super::types::*;
 use hwmatrix_cell::Stage;
 
+/// The most `export.max_parameters` may allow: 5M parameters, a 55 MB fixture.
+const MAX_PARAMETERS_ALLOWED: u64 = 5_000_000;
+
 /// Where a resolved field came from (for `gen show`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -79,6 +82,19 @@ pub fn resolve(
             "export",
             "`export.class` is set neither in the spec nor by `gen import`".into(),
             "write `export: {class: <transformers class>}`".into(),
+        ));
+    }
+
+    if export_file
+        .max_parameters
+        .is_some_and(|limit| limit > MAX_PARAMETERS_ALLOWED)
+    {
+        r.errors.push((
+            "export",
+            format!(
+                "`export.max_parameters` is over {MAX_PARAMETERS_ALLOWED}: a fixture takes about 11 bytes a parameter in all its formats, and the web engines load every one"
+            ),
+            "shrink the width the config does reach, or lower the limit".into(),
         ));
     }
 

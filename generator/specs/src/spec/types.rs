@@ -446,6 +446,12 @@ pub struct ExportFile {
     /// path behind them is checked (export.py `draw_weights`).
     #[serde(default)]
     pub drawn_weights: Vec<String>,
+    /// A parameter limit above the tiny-model limit (generator/importer/exporter/tiny.py
+    /// `MAX_PARAMETERS`) for an architecture that hard-codes a width no config reaches
+    /// (HunyuanVideo 1.5's 2048-wide ByT5 projection): the derive only, with the reason in a
+    /// comment beside it.
+    #[serde(default)]
+    pub max_parameters: Option<u64>,
 }
 
 /// One architecture with everything resolved (curated, imported, defaults).
