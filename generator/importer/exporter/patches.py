@@ -331,6 +331,37 @@ def rwkv_linear_attention_cpu(time_decay, time_first, key, value, state=None, re
     return output, [(scale * v).sum(1), scale.sum(1), maximum]
 
 
+MIMI_CONV1D = "transformers.models.mimi.modeling_mimi.MimiConv1d.forward"
+
+
+def mimi_conv1d_forward(self, hidden_states, padding_cache=None):
+    """MimiConv1d's forward with its padding computed in Python integers from the convolution's
+    own sizes. Mimi keeps stride, kernel size and total padding in int64 buffers, so every
+    convolution's padding is a tensor that `pad` reads back as a number: torch.export makes each
+    one a data-dependent symbol and stops at a guard on their sum (its draft mode gets through,
+    in 150 s). ceil((length - kernel + padding_total) / stride + 1) - 1, the frames the original
+    counts in floating point, is ceil(length / stride) - 1 = (length - 1) // stride in integers:
+    a floor division of a non-negative number, since the exported graph divides sizes with ONNX's
+    Div, which truncates towards zero (a negative numerator's floor would come out one too high:
+    the output 32 samples short on the second shape). With a streaming padding cache, the
+    original's."""
+    if padding_cache is not None:
+        return _originals[MIMI_CONV1D](self, hidden_states, padding_cache)
+    _called.add("mimi_conv1d_padding")
+    stride = self.conv.stride[0]
+    kernel = (self.conv.kernel_size[0] - 1) * self.conv.dilation[0] + 1
+    padding_total = kernel - stride
+    length = hidden_states.shape[-1]
+    frames = (length - 1) // stride
+    extra = (frames + 1) * stride - length  # frames * stride + kernel - padding_total - length
+    if self.causal:
+        paddings = (padding_total, extra)
+    else:
+        right = padding_total // 2
+        paddings = (padding_total - right, right + extra)
+    return self.conv(self._pad1d(hidden_states, paddings, mode=self.pad_mode))
+
+
 def _cast_like(g, value, like):
     from torch.onnx._internal.torchscript_exporter import _type_utils
 
@@ -428,6 +459,7 @@ PATCHES = (
           ("recurrent_gemma",), function=rnn_scan),
     Patch("rwkv_attention", "transformers.models.rwkv.modeling_rwkv.rwkv_linear_attention_cpu", ("rwkv",),
           function=rwkv_linear_attention_cpu),
+    Patch("mimi_conv1d_padding", MIMI_CONV1D, ("mimi",), function=mimi_conv1d_forward, counted_by_itself=True),
     Patch("rad2deg", "aten::rad2deg", ("transformer_sana_wm",), symbolic=_scaled_by(180.0 / math.pi)),
     Patch("deg2rad", "aten::deg2rad", ("transformer_sana_wm",), symbolic=_scaled_by(math.pi / 180.0)),
 )

@@ -153,6 +153,42 @@ class PatchEquivalenceTest(unittest.TestCase):
         for g, w in zip(got_state, want_state):
             torch.testing.assert_close(g, w)
 
+    def test_mimi_conv1d_padding(self):
+        """Mimi's convolutions padded in integers against their buffer arithmetic, causal or not,
+        strided and dilated, on every length up to three strides; and the dynamo graph of one,
+        traced on one length, on others (a floor division ONNX's Div would truncate shows here)."""
+        import io
+
+        import onnxruntime
+        from transformers import MimiConfig
+        from transformers.models.mimi.modeling_mimi import MimiConv1d
+
+        for causal, pad_mode in ((True, "constant"), (False, "reflect")):
+            config = MimiConfig(use_causal_conv=causal, pad_mode=pad_mode)
+            for kernel, stride, dilation in ((7, 1, 1), (4, 2, 1), (8, 4, 1), (3, 1, 3), (5, 5, 1)):
+                conv = MimiConv1d(config, 3, 2, kernel, stride=stride, dilation=dilation).eval()
+                for length in range(1, 3 * stride + kernel + 2):
+                    x = self.randn(2, 3, length)
+                    with torch.no_grad():
+                        want = MimiConv1d.forward(conv, x)
+                        with patches.applied(18):
+                            got = conv(x)
+                            self.assertEqual(patches.used(), {"mimi_conv1d_padding"})
+                    torch.testing.assert_close(got, want, msg=f"causal {causal}, kernel {kernel}, stride {stride}, length {length}")
+
+        conv = MimiConv1d(MimiConfig(), 3, 2, 8, stride=4).eval()
+        buffer = io.BytesIO()
+        with torch.no_grad(), patches.applied(18), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            length = torch.export.Dim("length", min=2)
+            program = torch.onnx.export(conv, (self.randn(1, 3, 37),), dynamo=True, dynamic_shapes=({2: length},),
+                                        input_names=["x"], opset_version=18, external_data=False, verbose=False)
+        buffer.write(program.model_proto.SerializeToString())
+        session = onnxruntime.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+        for length in (9, 30, 37, 41):
+            x = self.randn(1, 3, length)
+            np.testing.assert_allclose(session.run(None, {"x": x.numpy()})[0], conv(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+
     def test_symbolics(self):
         """The legacy-exporter symbolics (integer `|` and `|=`, rad2deg, deg2rad), run by ONNX
         Runtime, against PyTorch."""
