@@ -331,6 +331,65 @@ def rwkv_linear_attention_cpu(time_decay, time_first, key, value, state=None, re
     return output, [(scale * v).sum(1), scale.sum(1), maximum]
 
 
+def unfold(self, dimension: int, size: int, step: int):
+    """`Tensor.unfold` (sliding windows of `size` every `step` along a dimension, the window as a
+    new last dimension) as a gather of the windows' positions: torch.onnx's legacy Unfold needs
+    the dimension's size as a constant, and a graph with that size dynamic (Idefics2's image
+    height and width, BLT's and Inkling's sequences) stops at it."""
+    dimension = dimension % self.dim()
+    count = (self.shape[dimension] - size) // step + 1
+    starts = torch.arange(count, device=self.device) * step
+    positions = (starts[:, None] + torch.arange(size, device=self.device)[None, :]).reshape(-1)
+    windows = self.index_select(dimension, positions)
+    shape = [*self.shape[:dimension], count, size, *self.shape[dimension + 1:]]
+    return windows.reshape(shape).movedim(dimension + 1, -1)
+
+
+def full(size, fill_value, *args, dtype=None, **kwargs):
+    """`torch.full` with the dtype PyTorch infers from an integer or boolean fill (int64, bool)
+    written out: traced without it, the fill's type is lost and the tensor comes out float32
+    (Idefics2's position ids, then an embedding's indices, which ONNX refuses as float)."""
+    if dtype is None and not args and isinstance(fill_value, (bool, int)):
+        _called.add("full_integer_dtype")
+        dtype = torch.bool if isinstance(fill_value, bool) else torch.int64
+    return _originals["torch.full"](size, fill_value, *args, dtype=dtype, **kwargs)
+
+
+def _bool_scalar_as_int(path: str, value_at: int):
+    """`path` (a function or Tensor method whose argument `value_at` is a scalar fill) with a
+    Python bool fill passed as the int it equals (True is 1 in every dtype, a bool tensor's
+    included): TorchScript's alias analysis has no schema for these ops with a bool scalar
+    (`scatter(..., True)`, `masked_fill(mask, False)`, `full_like(x, True)`), and the legacy
+    exporter stops at an internal assertion."""
+
+    def call(*args, **kwargs):
+        original = _originals[path]
+        if path.endswith(".masked_fill") and len(args) == 3 and isinstance(args[2], bool) \
+                and isinstance(args[0], torch.Tensor) and args[0].dtype == torch.bool:
+            # A bool tensor's fill as logic: ONNX Runtime has no Where kernel for bool values.
+            _called.add("bool_scalar_as_int")
+            tensor, mask, value = args
+            return tensor | mask if value else tensor & ~mask
+        if len(args) > value_at and isinstance(args[value_at], bool):
+            _called.add("bool_scalar_as_int")
+            args = (*args[:value_at], int(args[value_at]), *args[value_at + 1:])
+        elif isinstance(kwargs.get("value"), bool):
+            _called.add("bool_scalar_as_int")
+            kwargs = {**kwargs, "value": int(kwargs["value"])}
+        elif isinstance(kwargs.get("fill_value"), bool):
+            _called.add("bool_scalar_as_int")
+            kwargs = {**kwargs, "fill_value": int(kwargs["fill_value"])}
+        return original(*args, **kwargs)
+
+    return call
+
+
+# (function, position of its scalar fill): self counts as the first argument of a method.
+BOOL_SCALAR_FILLS = (("torch.Tensor.scatter", 3), ("torch.Tensor.scatter_", 3), ("torch.scatter", 3),
+                     ("torch.Tensor.masked_fill", 2), ("torch.Tensor.masked_fill_", 2), ("torch.masked_fill", 2),
+                     ("torch.full_like", 1))
+
+
 MIMI_CONV1D = "transformers.models.mimi.modeling_mimi.MimiConv1d.forward"
 
 
@@ -427,6 +486,7 @@ INTEGER_OR = ("cpmant", "modernvbert", "ultravbert")
 # Architectures with their own identical copy of transformers' `mamba_selective_scan`.
 SELECTIVE_SCAN = ("mamba", "falcon_mamba", "zamba", "jamba")
 
+BOOL_SCALAR = ("dots3_note", "mistral_large4", "transformer_hunyuan_video", "udop")
 RMS_NORM = ("transformer_chroma", "transformer_ltx", "transformer_ltx2", "transformer_hidream_image",
             "transformer_joyimage_edit_plus", "transformer_sana_wm_refiner")
 
@@ -459,6 +519,10 @@ PATCHES = (
           ("recurrent_gemma",), function=rnn_scan),
     Patch("rwkv_attention", "transformers.models.rwkv.modeling_rwkv.rwkv_linear_attention_cpu", ("rwkv",),
           function=rwkv_linear_attention_cpu),
+    *(Patch("bool_scalar_as_int", path, BOOL_SCALAR, function=_bool_scalar_as_int(path, at), counted_by_itself=True)
+      for path, at in BOOL_SCALAR_FILLS),
+    Patch("full_integer_dtype", "torch.full", ("idefics2",), function=full, counted_by_itself=True),
+    Patch("unfold", "torch.Tensor.unfold", ("idefics2", "blt", "inkling2"), function=unfold),
     Patch("mimi_conv1d_padding", MIMI_CONV1D, ("mimi",), function=mimi_conv1d_forward, counted_by_itself=True),
     Patch("rad2deg", "aten::rad2deg", ("transformer_sana_wm",), symbolic=_scaled_by(180.0 / math.pi)),
     Patch("deg2rad", "aten::deg2rad", ("transformer_sana_wm",), symbolic=_scaled_by(math.pi / 180.0)),

@@ -153,6 +153,57 @@ class PatchEquivalenceTest(unittest.TestCase):
         for g, w in zip(got_state, want_state):
             torch.testing.assert_close(g, w)
 
+    def test_unfold(self):
+        """Sliding windows as a gather against `Tensor.unfold`: overlapping (BLT's, Inkling's),
+        side by side (Idefics2's patches), a negative dimension, a window as long as the axis."""
+        x = self.randn(2, 7, 9)
+        for dimension, size, step in ((1, 3, 1), (2, 3, 3), (-1, 2, 1), (1, 7, 1), (2, 4, 2), (0, 1, 1)):
+            torch.testing.assert_close(patches.unfold(x, dimension, size, step), x.unfold(dimension, size, step))
+        with patches.applied(18):
+            x.unfold(1, 3, 1)
+            self.assertEqual(patches.used(), {"unfold"})
+        self.assertIs(torch.Tensor.unfold, torch._C.TensorBase.unfold)
+
+    def test_full_integer_dtype(self):
+        """`torch.full` with an integer or boolean fill and no dtype: the dtype PyTorch infers,
+        written out; every other call is PyTorch's own, uncounted."""
+        with patches.applied(18):
+            for fill, dtype in ((0, torch.int64), (True, torch.bool), (1.5, torch.float32)):
+                self.assertEqual(torch.full((2, 3), fill).dtype, dtype)
+            self.assertEqual(patches.used(), {"full_integer_dtype"})
+            patches._called.clear()
+            self.assertEqual(torch.full((2,), 3, dtype=torch.int32).dtype, torch.int32)
+            self.assertEqual(patches.used(), set())
+
+    def test_bool_scalar_as_int(self):
+        """Fills given as Python bools (scatter, masked_fill, full_like), as ints or as logic on
+        bool tensors, against PyTorch's own; and the legacy graph of them, run by ONNX Runtime
+        (bool fills stop the legacy exporter at an internal assertion without the patch)."""
+        import io
+
+        import onnxruntime
+
+        class Fills(torch.nn.Module):
+            def forward(self, flags, index, x):
+                return (flags.scatter(1, index, True), flags.masked_fill(x > 0, True), flags.masked_fill(x > 0, False),
+                        x.masked_fill(x > 0, True), torch.full_like(flags, False), torch.full_like(x, fill_value=True))
+
+        inputs = (torch.rand(2, 5, generator=self.gen) > 0.5, torch.tensor([[1], [3]]), self.randn(2, 5))
+        want = Fills()(*inputs)
+        with patches.applied(18):
+            got = Fills()(*inputs)
+            self.assertEqual(patches.used(), {"bool_scalar_as_int"})
+        for g, w in zip(got, want):
+            self.assertEqual(g.dtype, w.dtype)
+            torch.testing.assert_close(g, w)
+        buffer, names = io.BytesIO(), ["flags", "index", "x"]
+        with patches.applied(18), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(Fills(), inputs, buffer, dynamo=False, opset_version=18, input_names=names)
+        session = onnxruntime.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+        for g, w in zip(session.run(None, {n: t.numpy() for n, t in zip(names, inputs)}), want):
+            np.testing.assert_array_equal(g, w.numpy())
+
     def test_mimi_conv1d_padding(self):
         """Mimi's convolutions padded in integers against their buffer arithmetic, causal or not,
         strided and dilated, on every length up to three strides; and the dynamo graph of one,
