@@ -335,7 +335,7 @@ def unfold(self, dimension: int, size: int, step: int):
     """`Tensor.unfold` (sliding windows of `size` every `step` along a dimension, the window as a
     new last dimension) as a gather of the windows' positions: torch.onnx's legacy Unfold needs
     the dimension's size as a constant, and a graph with that size dynamic (Idefics2's image
-    height and width, BLT's and Inkling's sequences) stops at it."""
+    height and width, Inkling's sequences) stops at it."""
     dimension = dimension % self.dim()
     count = (self.shape[dimension] - size) // step + 1
     starts = torch.arange(count, device=self.device) * step
@@ -486,7 +486,7 @@ INTEGER_OR = ("cpmant", "modernvbert", "ultravbert")
 # Architectures with their own identical copy of transformers' `mamba_selective_scan`.
 SELECTIVE_SCAN = ("mamba", "falcon_mamba", "zamba", "jamba")
 
-BOOL_SCALAR = ("dots3_note", "mistral_large4", "transformer_hunyuan_video", "udop")
+BOOL_SCALAR = ("dots3_note", "mistral_large4", "transformer_hunyuan_video", "aria")
 RMS_NORM = ("transformer_chroma", "transformer_ltx", "transformer_ltx2", "transformer_hidream_image",
             "transformer_joyimage_edit_plus", "transformer_sana_wm_refiner")
 
@@ -521,8 +521,9 @@ PATCHES = (
           function=rwkv_linear_attention_cpu),
     *(Patch("bool_scalar_as_int", path, BOOL_SCALAR, function=_bool_scalar_as_int(path, at), counted_by_itself=True)
       for path, at in BOOL_SCALAR_FILLS),
-    Patch("full_integer_dtype", "torch.full", ("idefics2",), function=full, counted_by_itself=True),
-    Patch("unfold", "torch.Tensor.unfold", ("idefics2", "blt", "inkling2"), function=unfold),
+    Patch("full_integer_dtype", "torch.full", ("idefics2", "grounding-dino", "mm-grounding-dino", "aria"), function=full,
+          counted_by_itself=True),
+    Patch("unfold", "torch.Tensor.unfold", ("idefics2", "inkling2_text"), function=unfold),
     Patch("mimi_conv1d_padding", MIMI_CONV1D, ("mimi",), function=mimi_conv1d_forward, counted_by_itself=True),
     Patch("rad2deg", "aten::rad2deg", ("transformer_sana_wm",), symbolic=_scaled_by(180.0 / math.pi)),
     Patch("deg2rad", "aten::deg2rad", ("transformer_sana_wm",), symbolic=_scaled_by(math.pi / 180.0)),
