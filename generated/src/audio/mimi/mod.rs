@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mimi",
     category: "audio",
     spec_path: "model-specs/models/audio/mimi.yaml",
-    spec_digest: "1aa6cd0c60cc36f0285632cd2d3ed8664e3389937afde4cdf606b7dbd4d2680e",
+    spec_digest: "03817cebb5412ab5b7f46eb7b4ef3b5236f3f4e8d801723197e8d43c3602562a",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_hunyuan_video",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_hunyuan_video.yaml",
-    spec_digest: "ad01dd9845ee0986bd873d8a1b9d59cfb4397855e4eabca2e4b72f99a94e2cf8",
+    spec_digest: "942366eadf4442a56b08a31812ab409faa21eb674a6af0ec71e1672a5780d2e2",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_hunyuan_video15",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_hunyuan_video15.yaml",
-    spec_digest: "f704bb2634f85f0c9b1ce92dac14611d939c66b77bf72aeeba94b78a012cdac6",
+    spec_digest: "c115013eb1a344efef0319c1ca688bdd005e5b99fa98cadaf648019f794af3fd",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",
@@ -59,7 +59,13 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["batch", "image_sequence", "image_hidden"],
         },
     ],
-    outputs: &[],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2", "sample_3", "sample_4"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

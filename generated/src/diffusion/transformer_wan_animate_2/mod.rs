@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_wan_animate_2",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_wan_animate_2.yaml",
-    spec_digest: "3a8ac5d9ac0df1b1cc2cc4ebc91a687810ebfbcb136cea42890e5d181e4dff2c",
+    spec_digest: "659325b4fd1493dced974b37491ad2a89967c7be387b7052218650a14973a061",
     inputs: &[],
     outputs: &[],
     tolerance: runtime::Tolerance {

@@ -21,9 +21,26 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "bark",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/bark.yaml",
-    spec_digest: "aa3adf8117161e496c73c331a18de55817b4e21f283664a77c89f9eca42e70bf",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "1ef1c2779199008a8ce8cdf14f01e542321d0a2d4183b8088f6a2e1d24e6ad4a",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sequence", "vocab"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

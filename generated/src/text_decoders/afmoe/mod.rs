@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "afmoe",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/afmoe.yaml",
-    spec_digest: "41f5af9ac6c13a6a73f78f165d37f070f475068b1533c642dc95a9ed55165182",
+    spec_digest: "f6302a7c1d6eaade80d5d0852ec6d04b227497e96fb63fc1928fa9f8d0bf5ed4",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "c3139bfe54359f4055b6459d74256642605323e274e83905665b3a56c9751698",
+    spec_digest: "c18555a08e311e258df5bf98f79436c39daf0dd70a88d2f789ddfd2cd6624b03",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

@@ -21,9 +21,51 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "sam3_video",
     category: "vision",
     spec_path: "model-specs/models/vision/sam3_video.yaml",
-    spec_digest: "8c80e3235cb2797074cfa191d320bd2ecee11c4b7976395d7cbefdd7be385ec2",
-    inputs: &[],
-    outputs: &[],
+    spec_digest: "f2f35c035260999f908951e6f94c8c17de04a5ec78efbe2fc97e25cfe7e8838d",
+    inputs: &[
+        runtime::TensorDecl {
+            name: "pixel_values",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "channels", "height", "width"],
+        },
+        runtime::TensorDecl {
+            name: "input_ids",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+        runtime::TensorDecl {
+            name: "attention_mask",
+            dtype: runtime::DType::Int64,
+            axes: &["batch", "sequence"],
+        },
+    ],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "pred_boxes",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pred_boxes_1", "pred_boxes_2"],
+        },
+        runtime::TensorDecl {
+            name: "pred_logits",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "pred_logits_1"],
+        },
+        runtime::TensorDecl {
+            name: "semantic_seg",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "semantic_seg_1", "hidden", "semantic_seg_3"],
+        },
+        runtime::TensorDecl {
+            name: "decoder_reference_boxes",
+            dtype: runtime::DType::Float32,
+            axes: &[
+                "decoder_reference_boxes_0",
+                "batch",
+                "decoder_reference_boxes_2",
+                "decoder_reference_boxes_3",
+            ],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

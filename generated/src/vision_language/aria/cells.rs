@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "aria on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:34:56Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8)",
+                    reason: "aria on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795823915-22144 on vm, 2026-11-27T23:58:39Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -146,7 +146,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "aria on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795800746-21255 on vm, 2026-11-27T17:32:40Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8)",
+                    reason: "aria on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795823927-22668 on vm, 2026-11-27T23:58:56Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -165,7 +165,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "aria on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:37Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; aria on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:40Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; aria on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:42Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+            reason: "aria on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795823937-22916 on vm, 2026-11-27T23:59:46Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; aria on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795823937-22916 on vm, 2026-11-27T23:59:49Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; aria on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795823937-22916 on vm, 2026-11-27T23:59:51Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -175,7 +175,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "aria on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:37Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; aria on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:40Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; aria on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:42Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    reason: "aria on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795823937-22916 on vm, 2026-11-27T23:59:46Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; aria on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795823937-22916 on vm, 2026-11-27T23:59:49Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; aria on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795823937-22916 on vm, 2026-11-27T23:59:51Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -188,7 +188,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "aria on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:37Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; aria on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:40Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; aria on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:42Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    reason: "aria on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795823937-22916 on vm, 2026-11-27T23:59:46Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; aria on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795823937-22916 on vm, 2026-11-27T23:59:49Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; aria on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795823937-22916 on vm, 2026-11-27T23:59:51Z): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -203,7 +203,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "aria on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795804827-6079 on vm, 2026-11-27T18:40:40Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 17 of 2048 logits outside abs 0.04033083816591443 + rel 0, 0 of 2 rows with another top token (max abs error 5.846e-2; worst at flat index 1568: got 0.02182007022202015, expected -0.03664468973875046)",
+            reason: "aria on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795823937-22916 on vm, 2026-11-27T23:59:48Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 17 of 2048 logits outside abs 0.04033083816591443 + rel 0, 0 of 2 rows with another top token (max abs error 5.846e-2; worst at flat index 1568: got 0.02182007022202015, expected -0.03664468973875046)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "dots3_note",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/dots3_note.yaml",
-    spec_digest: "0801aa1bb0d6e91773c53a86bf155a78e0c2e79da9ce7fafa8d557932a6f0c4c",
+    spec_digest: "903e041cd88b931818e8b3cbc6478b9f5c4bec93808699dbada0015d39b95e50",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -60,7 +60,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "3976c3fb3c9c10e632e82806c1ff9dfe58ef3bd9762e9e73027c7460fbbbfd7c",
+    spec_digest: "cc7c9ef3cc731e696bb9b62439e025786e172fb96caf454efa46be709274857a",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.indexer_keys",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "idefics2",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/idefics2.yaml",
-    spec_digest: "6acb042076bde74423eb42035353f119e05c06a8b20414bb929f203342a7cdf0",
+    spec_digest: "4e83f2649518a454260bb74eb3b21bcd318cd8b2a7a7b8276e7edf62d61d0395",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -60,7 +60,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "f7b27c65ca0f22e189594b83f30a22c86b0acc507aa9bae07fae2e1d20a16f74",
+    spec_digest: "84a57f66d1d08fadb5da742c4cc4e16a2e38d054ef93ce6f0f777f1a477ad6b4",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

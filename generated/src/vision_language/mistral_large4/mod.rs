@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "mistral_large4",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/mistral_large4.yaml",
-    spec_digest: "52e9a9c6b49c6ca0160f7b20d83f8befadf910696e8eea265b782c97d4782e18",
+    spec_digest: "96475b9918a16dc31ef3945a483c2972799f35f4da6c664c04ce9b3048b24741",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -60,7 +60,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "c7b06a8fe4c054010673dd80c4c2d802ba40f367148cc1c4d9c7b27af2373b87",
+    spec_digest: "5dbf6aa681208aa40dab71d9d5710a9b96308b8a3af520fe73ec764aa52033c3",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.indexer_keys",
