@@ -281,6 +281,12 @@ def make_input(spec_input: dict, dims: list[int], config, gen: torch.Generator, 
         types = torch.zeros(dims, dtype=dtype)
         types[:, 1 : 1 + count] = 1
         return types
+    if fill == "halves":
+        # Roles of a packed sequence: the first value over the first half of the last axis.
+        first, second = spec_input["values"]
+        roles = torch.full(dims, second, dtype=dtype)
+        roles[..., : dims[-1] // 2] = first
+        return roles
     if fill == "image-grid":
         # image_grid_thw: each image's (temporal, height, width) in patches (`patch_grid`).
         return torch.tensor([patch_grid(config)["grid"]] * dims[0], dtype=dtype)

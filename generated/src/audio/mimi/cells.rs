@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mimi on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:34:40Z): ONNX Runtime run failed: Non-zero status code returned while running DynamicQuantizeMatMul node. Name:'node_matmul_5_quant' Status Message: /onnxruntime_src/onnxruntime/contrib_ops/cpu/quantization/dynamic_quantize_matmul.cc:97 onnxruntime::common::Status onnxruntime::contrib::MatMulIntegerToFloatBase::ComputeCommon(onnxruntime::OpKernelContext*, const uint8_t*, const onnxruntime::TensorShape&, float, uint8_t, bool, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*) const IsBQuantParamSupported(b_zp_constant_tensor->Shape(), b_tensor ? b_tensor->Shape() : b_shape_) was false. MatmulInteger : b zero point is not valid\n",
+                    reason: "mimi on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795824181-25564 on vm, 2026-11-28T00:03:01Z): ONNX Runtime run failed: Non-zero status code returned while running DynamicQuantizeMatMul node. Name:'node_matmul_5_quant' Status Message: /onnxruntime_src/onnxruntime/contrib_ops/cpu/quantization/dynamic_quantize_matmul.cc:97 onnxruntime::common::Status onnxruntime::contrib::MatMulIntegerToFloatBase::ComputeCommon(onnxruntime::OpKernelContext*, const uint8_t*, const onnxruntime::TensorShape&, float, uint8_t, bool, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*) const IsBQuantParamSupported(b_zp_constant_tensor->Shape(), b_tensor ? b_tensor->Shape() : b_shape_) was false. MatmulInteger : b zero point is not valid\n",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -39,7 +39,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::KnownIssue {
-        reason: "mimi on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:34:41Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1",
+        reason: "mimi on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795824181-25564 on vm, 2026-11-28T00:03:01Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1",
         basis: runtime::Basis::Evidence,
         stage: Some(runtime::Stage::Run),
     },
@@ -146,9 +146,9 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mimi on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795788401-5374 on vm, 2026-11-27T14:06:44Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×18 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 18 nodes (49%), 575 µs (2%); OpenVINOExecutionProvider: 19 nodes (51%), 32878 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/mimi.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "mimi on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795824200-25948 on vm, 2026-11-28T00:03:21Z): cannot load <fixtures>/mimi/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
+                    stage: Some(runtime::Stage::Load),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
@@ -169,11 +169,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "mimi on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795788467-7784 on vm, 2026-11-27T14:07:55Z): ONNX Runtime run failed: Non-zero status code returned while running QLinearAdd node. Name:'node_add_3659' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:563 void onnxruntime::BroadcastIterator::Init(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 864 by 865\n",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -182,11 +178,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "mimi on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795788467-7784 on vm, 2026-11-27T14:07:48Z): not every node ran on QNNExecutionProvider: Add ×59 on CPUExecutionProvider, And ×8 on CPUExecutionProvider, ArgMin ×32 on CPUExecutionProvider, Cast ×350 on CPUExecutionProvider, Clip ×32 on CPUExecutionProvider, Concat ×50 on CPUExecutionProvider, Conv ×19 on CPUExecutionProvider, ConvTranspose ×3 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, CumSum ×2 on CPUExecutionProvider, Div ×8 on CPUExecutionProvider, Equal ×4 on CPUExecutionProvider, Erf ×4 on CPUExecutionProvider, Exp ×18 on CPUExecutionProvider, Expand ×42 on CPUExecutionProvider, Gather ×94 on CPUExecutionProvider, GatherND ×8 on CPUExecutionProvider, Greater ×2 on CPUExecutionProvider, LayerNormalization ×8 on CPUExecutionProvider, Less ×14 on CPUExecutionProvider, LessOrEqual ×2 on CPUExecutionProvider, MatMul ×64 on CPUExecutionProvider, Max ×4 on CPUExecutionProvider, Mul ×84 on CPUExecutionProvider, Neg ×8 on CPUExecutionProvider, Not ×2 on CPUExecutionProvider, Pad ×15 on CPUExecutionProvider, Pow ×32 on CPUExecutionProvider, Range ×2 on CPUExecutionProvider, ReduceMax ×4 on CPUExecutionProvider, ReduceSum ×36 on CPUExecutionProvider, Reshape ×112 on CPUExecutionProvider, Shape ×36 on CPUExecutionProvider, Sin ×2 on CPUExecutionProvider, Slice ×11 on CPUExecutionProvider, Split ×10 on CPUExecutionProvider, Sqrt ×32 on CPUExecutionProvider, Squeeze ×32 on CPUExecutionProvider, Sub ×53 on CPUExecutionProvider, Transpose ×88 on CPUExecutionProvider, Unsqueeze ×86 on CPUExecutionProvider, Where ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1490 nodes (100%), 8544 µs (21%); QNNExecutionProvider: 3 nodes (0%), 32897 µs (79%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/mimi.yaml only if it may run off QNNExecutionProvider, with the reason",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -246,7 +238,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: mimi on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795789122-13440 on vm, 2026-11-27T14:18:42Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it. (page log: 2026-11-27 14:18:42.053728 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 14:18:42.060999 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 14:18:42.187599 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 14:18:42.480949 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Cast[10]:1|1:2;:\" (4, 1, 1) | \u{1b}[1;31m2026-11-27 14:18:42.489094 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.\u{1b}[m)",
+                    reason: "not tested here: mimi on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795824349-28173 on vm, 2026-11-28T00:05:49Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it. (page log: 2026-11-28 00:05:48.945364 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 00:05:48.994784 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 00:05:49.050304 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-28 00:05:49.218899 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Cast[10]:1|1:2;:\" (4, 1, 1) | \u{1b}[1;31m2026-11-28 00:05:49.235189 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.\u{1b}[m)",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
@@ -267,7 +259,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: mimi on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795789122-13440 on vm, 2026-11-27T14:19:05Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it. (page log: 2026-11-27 14:19:05.176019 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 14:19:05.202819 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 14:19:05.221544 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 14:19:05.362284 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Cast[10]:1|1:2;:\" (4, 1, 1) | \u{1b}[1;31m2026-11-27 14:19:05.379549 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.\u{1b}[m)",
+                    reason: "not tested here: mimi on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795824349-28173 on vm, 2026-11-28T00:06:18Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it. (page log: 2026-11-28 00:06:18.570700 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 00:06:18.594405 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 00:06:18.622545 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-28 00:06:18.752750 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Cast[10]:1|1:2;:\" (4, 1, 1) | \u{1b}[1;31m2026-11-28 00:06:18.758284 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.\u{1b}[m)",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
@@ -290,7 +282,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mimi on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795789122-13440 on vm, 2026-11-27T14:19:13Z): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
+                    reason: "mimi on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:06:28Z): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -312,7 +304,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mimi on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795789122-13440 on vm, 2026-11-27T14:19:17Z): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
+                    reason: "mimi on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:06:32Z): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast0' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

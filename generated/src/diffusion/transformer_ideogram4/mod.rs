@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_ideogram4",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_ideogram4.yaml",
-    spec_digest: "cb7b1861f0d728272b07eb7f25d03644cb648b9dc8ea2c7a17bd6d1be5894e43",
+    spec_digest: "97b1a444bf672c10814522768edc37cc1ca93f369672852f2e7197bfc30163b8",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",
@@ -54,7 +54,13 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
             axes: &["batch", "sequence"],
         },
     ],
-    outputs: &[],
+    outputs: &[
+        runtime::TensorDecl {
+            name: "sample",
+            dtype: runtime::DType::Float32,
+            axes: &["batch", "sample_1", "sample_2"],
+        },
+    ],
     tolerance: runtime::Tolerance {
         abs: 0.0001f64,
         rel: 0.001f64,

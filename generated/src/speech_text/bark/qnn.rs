@@ -9,9 +9,8 @@ mod onnx {
         "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
     );
     runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+        "known issue: bark on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795824213-26346 on vm, 2026-11-28T00:04:44Z): cannot load <fixtures>/bark/model.qdq8.onnx: Failed to compose Qnn graph."
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],

@@ -32,7 +32,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
+            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -76,7 +76,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
+            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -111,7 +111,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
+            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -146,7 +146,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
+            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -181,7 +181,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
+            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -197,7 +197,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "afmoe on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795824213-26346 on vm, 2026-11-28T00:04:47Z): output last_hidden_state: cosine similarity 0.7328 in its worst row (of 8; mean 0.8698), below 0.98; relative L2 error 0.5096, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/afmoe.yaml) (max abs error 1.672e0; worst at flat index 174: got -0.9680707454681396, expected 0.703752875328064)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -218,7 +222,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
+            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -265,23 +269,31 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
+            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
-/// afmoe on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// afmoe on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "afmoe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:30Z): output last_hidden_state: 12 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.122e-4; worst at flat index 217: got -0.07097364217042923, expected -0.07060735672712326); afmoe on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:29Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.541e-4; worst at flat index 79: got 0.0019984059035778046, expected 0.0018635292071849108)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "afmoe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:30Z): output last_hidden_state: 12 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.122e-4; worst at flat index 217: got -0.07097364217042923, expected -0.07060735672712326); afmoe on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:29Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.541e-4; worst at flat index 79: got 0.0019984059035778046, expected 0.0018635292071849108)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -290,7 +302,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "afmoe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:30Z): output last_hidden_state: 12 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.122e-4; worst at flat index 217: got -0.07097364217042923, expected -0.07060735672712326); afmoe on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:29Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.541e-4; worst at flat index 79: got 0.0019984059035778046, expected 0.0018635292071849108)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -299,7 +315,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "afmoe on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:30Z): output last_hidden_state: 12 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.122e-4; worst at flat index 217: got -0.07097364217042923, expected -0.07060735672712326); afmoe on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:29Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.541e-4; worst at flat index 79: got 0.0019984059035778046, expected 0.0018635292071849108)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -311,23 +331,31 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
+            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
     );
-/// afmoe on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// afmoe on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "afmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:38Z): output last_hidden_state: 12 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.122e-4; worst at flat index 217: got -0.07097364217042923, expected -0.07060735672712326); afmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:40Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.541e-4; worst at flat index 79: got 0.0019984059035778046, expected 0.0018635292071849108)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "afmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:38Z): output last_hidden_state: 12 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.122e-4; worst at flat index 217: got -0.07097364217042923, expected -0.07060735672712326); afmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:40Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.541e-4; worst at flat index 79: got 0.0019984059035778046, expected 0.0018635292071849108)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -336,7 +364,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "afmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:38Z): output last_hidden_state: 12 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.122e-4; worst at flat index 217: got -0.07097364217042923, expected -0.07060735672712326); afmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:40Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.541e-4; worst at flat index 79: got 0.0019984059035778046, expected 0.0018635292071849108)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -345,7 +377,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "afmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:38Z): output last_hidden_state: 12 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.122e-4; worst at flat index 217: got -0.07097364217042923, expected -0.07060735672712326); afmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:40Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.541e-4; worst at flat index 79: got 0.0019984059035778046, expected 0.0018635292071849108)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -357,7 +393,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
+            reason: "afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },

@@ -36,7 +36,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
+            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -80,7 +80,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
+            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -115,7 +115,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
+            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -150,7 +150,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
+            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -189,7 +189,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
+            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -238,7 +238,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
+            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -285,7 +285,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
+            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -302,7 +302,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: inkling2_text on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:48:36Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-27 18:48:36.494949 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 18:48:36.523358 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 18:48:36.545179 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 18:48:36.711099 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (4, 1, 1) | \u{1b}[1;31m2026-11-27 18:48:36.729854 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
+                    reason: "not tested here: inkling2_text on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:43Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-28 00:09:42.769720 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 00:09:42.810124 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 00:09:42.836630 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-28 00:09:42.980855 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (4, 1, 1) | \u{1b}[1;31m2026-11-28 00:09:42.988249 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
@@ -323,7 +323,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: inkling2_text on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:48:57Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-27 18:48:57.534125 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 18:48:57.549040 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 18:48:57.581980 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 18:48:57.718160 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (4, 1, 1) | \u{1b}[1;31m2026-11-27 18:48:57.721040 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
+                    reason: "not tested here: inkling2_text on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795824349-28173 on vm, 2026-11-28T00:10:02Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-28 00:10:02.617814 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 00:10:02.644734 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 00:10:02.668635 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-28 00:10:02.794474 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (4, 1, 1) | \u{1b}[1;31m2026-11-28 00:10:02.803555 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
@@ -337,7 +337,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
+            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },
@@ -354,7 +354,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "inkling2_text on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:49:04Z): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    reason: "inkling2_text on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:10:09Z): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -376,7 +376,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "inkling2_text on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:49:06Z): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    reason: "inkling2_text on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:10:11Z): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -391,7 +391,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
+            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Export),
         },

@@ -14,6 +14,6 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, ignore =
-        "known issue: inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])"
+        "known issue: inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])"
     );
 }

@@ -146,18 +146,26 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// sam3_video on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
+/// sam3_video on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "sam3_video on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824213-26346 on vm, 2026-11-28T00:05:00Z): output pred_logits: 5 of 10 elements outside 0.1 of the output's spread (1.952e-3 abs) (max abs error 2.243e-2; worst at flat index 7: got 0.011627198196947575, expected -0.010804440826177597); cosine similarity 0.3489 in its worst row (of 2; mean 0.6745), below 0.99; relative L2 error 0.6868, above 0.05; top-1 agreement 0.5000, below 0.95 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/vision/sam3_video.yaml); output semantic_seg: 1021 of 2048 elements outside 0.1 of the output's spread (3.610e-4 abs) (max abs error 1.571e-3; worst at flat index 1633: got -0.0007410050020553172, expected 0.0008295972365885973); cosine similarity 0.7762 in its worst row (of 2; mean 0.8881), below 0.99; relative L2 error 0.6823, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/vision/sam3_video.yaml)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "sam3_video on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824213-26346 on vm, 2026-11-28T00:05:00Z): output pred_logits: 5 of 10 elements outside 0.1 of the output's spread (1.952e-3 abs) (max abs error 2.243e-2; worst at flat index 7: got 0.011627198196947575, expected -0.010804440826177597); cosine similarity 0.3489 in its worst row (of 2; mean 0.6745), below 0.99; relative L2 error 0.6868, above 0.05; top-1 agreement 0.5000, below 0.95 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/vision/sam3_video.yaml); output semantic_seg: 1021 of 2048 elements outside 0.1 of the output's spread (3.610e-4 abs) (max abs error 1.571e-3; worst at flat index 1633: got -0.0007410050020553172, expected 0.0008295972365885973); cosine similarity 0.7762 in its worst row (of 2; mean 0.8881), below 0.99; relative L2 error 0.6823, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/vision/sam3_video.yaml)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -166,7 +174,11 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "sam3_video on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824213-26346 on vm, 2026-11-28T00:05:00Z): output pred_logits: 5 of 10 elements outside 0.1 of the output's spread (1.952e-3 abs) (max abs error 2.243e-2; worst at flat index 7: got 0.011627198196947575, expected -0.010804440826177597); cosine similarity 0.3489 in its worst row (of 2; mean 0.6745), below 0.99; relative L2 error 0.6868, above 0.05; top-1 agreement 0.5000, below 0.95 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/vision/sam3_video.yaml); output semantic_seg: 1021 of 2048 elements outside 0.1 of the output's spread (3.610e-4 abs) (max abs error 1.571e-3; worst at flat index 1633: got -0.0007410050020553172, expected 0.0008295972365885973); cosine similarity 0.7762 in its worst row (of 2; mean 0.8881), below 0.99; relative L2 error 0.6823, above 0.05 (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do: float32_computed_in in model-specs/hardware.yaml, precision_tolerances in defaults.yaml or model-specs/models/vision/sam3_video.yaml)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -214,18 +226,26 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// sam3_video on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// sam3_video on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "sam3_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:10:44Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 261 nodes (28%), 0 µs (0%); WebGpuExecutionProvider: 664 nodes (72%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_video on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:10:51Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 261 nodes (28%), 0 µs (0%); WebGpuExecutionProvider: 664 nodes (72%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_video on webgpu with browser: runs failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:03Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 261 nodes (28%), 0 µs (0%); WebGpuExecutionProvider: 664 nodes (72%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "sam3_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:10:44Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 261 nodes (28%), 0 µs (0%); WebGpuExecutionProvider: 664 nodes (72%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_video on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:10:51Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 261 nodes (28%), 0 µs (0%); WebGpuExecutionProvider: 664 nodes (72%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_video on webgpu with browser: runs failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:03Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 261 nodes (28%), 0 µs (0%); WebGpuExecutionProvider: 664 nodes (72%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -234,7 +254,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "sam3_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:10:44Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 261 nodes (28%), 0 µs (0%); WebGpuExecutionProvider: 664 nodes (72%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_video on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:10:51Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 261 nodes (28%), 0 µs (0%); WebGpuExecutionProvider: 664 nodes (72%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_video on webgpu with browser: runs failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:03Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 261 nodes (28%), 0 µs (0%); WebGpuExecutionProvider: 664 nodes (72%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -243,7 +267,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "sam3_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:10:44Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 261 nodes (28%), 0 µs (0%); WebGpuExecutionProvider: 664 nodes (72%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_video on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:10:51Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 261 nodes (28%), 0 µs (0%); WebGpuExecutionProvider: 664 nodes (72%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_video on webgpu with browser: runs failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:03Z): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 261 nodes (28%), 0 µs (0%); WebGpuExecutionProvider: 664 nodes (72%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -252,18 +280,26 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// sam3_video on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// sam3_video on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "sam3_video on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:15Z): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 254 nodes (28%), 4303 µs (0%); WebGpuExecutionProvider: 662 nodes (72%), 12154592 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_video on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:23Z): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 254 nodes (28%), 1272 µs (0%); WebGpuExecutionProvider: 662 nodes (72%), 3298227 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_video on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:29Z): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 254 nodes (28%), 851 µs (0%); WebGpuExecutionProvider: 662 nodes (72%), 5922409 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "sam3_video on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:15Z): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 254 nodes (28%), 4303 µs (0%); WebGpuExecutionProvider: 662 nodes (72%), 12154592 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_video on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:23Z): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 254 nodes (28%), 1272 µs (0%); WebGpuExecutionProvider: 662 nodes (72%), 3298227 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_video on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:29Z): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 254 nodes (28%), 851 µs (0%); WebGpuExecutionProvider: 662 nodes (72%), 5922409 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -272,7 +308,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "sam3_video on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:15Z): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 254 nodes (28%), 4303 µs (0%); WebGpuExecutionProvider: 662 nodes (72%), 12154592 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_video on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:23Z): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 254 nodes (28%), 1272 µs (0%); WebGpuExecutionProvider: 662 nodes (72%), 3298227 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_video on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:29Z): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 254 nodes (28%), 851 µs (0%); WebGpuExecutionProvider: 662 nodes (72%), 5922409 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -281,7 +321,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "sam3_video on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:15Z): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 254 nodes (28%), 4303 µs (0%); WebGpuExecutionProvider: 662 nodes (72%), 12154592 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_video on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:23Z): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 254 nodes (28%), 1272 µs (0%); WebGpuExecutionProvider: 662 nodes (72%), 3298227 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason; sam3_video on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:29Z): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 254 nodes (28%), 851 µs (0%); WebGpuExecutionProvider: 662 nodes (72%), 5922409 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/sam3_video.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

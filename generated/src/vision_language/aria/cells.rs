@@ -203,7 +203,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "aria on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795823937-22916 on vm, 2026-11-27T23:59:48Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 17 of 2048 logits outside abs 0.04033083816591443 + rel 0, 0 of 2 rows with another top token (max abs error 5.846e-2; worst at flat index 1568: got 0.02182007022202015, expected -0.03664468973875046)",
+            reason: "aria on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795824213-26346 on vm, 2026-11-28T00:05:18Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 17 of 2048 logits outside abs 0.04033083816591443 + rel 0, 0 of 2 rows with another top token (max abs error 5.846e-2; worst at flat index 1568: got 0.02182007022202015, expected -0.03664468973875046)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -267,7 +267,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: aria on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:50:57Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-27 18:50:57.659730 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-27 18:50:57.695110 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 18:50:57.721395 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 18:50:57.789170 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (96, 1, 1) | 2026-11-27 18:50:57.823635 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)",
+                    reason: "not tested here: aria on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:32Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-28 00:11:31.884110 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-28 00:11:31.917299 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 00:11:31.946029 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 00:11:32.006305 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (96, 1, 1) | 2026-11-28 00:11:32.021549 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
@@ -288,7 +288,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: aria on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:51:17Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-27 18:51:17.776640 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-27 18:51:17.830334 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 18:51:17.866819 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 18:51:17.935464 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (96, 1, 1) | 2026-11-27 18:51:17.965035 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)",
+                    reason: "not tested here: aria on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:45Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-28 00:11:45.446190 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-28 00:11:45.483830 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 00:11:45.517465 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 00:11:45.564695 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (96, 1, 1) | 2026-11-28 00:11:45.590644 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
@@ -312,7 +312,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: aria on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:51:26Z): cannot load <fixtures>/aria/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    reason: "not tested here: aria on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795824349-28173 on vm, 2026-11-28T00:12:02Z): cannot load <fixtures>/aria/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
@@ -333,7 +333,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: aria on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:51:35Z): cannot load <fixtures>/aria/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
+                    reason: "not tested here: aria on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795824349-28173 on vm, 2026-11-28T00:12:09Z): cannot load <fixtures>/aria/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {

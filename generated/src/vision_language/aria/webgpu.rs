@@ -10,7 +10,7 @@ mod browser {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
-        "not tested here: aria on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:50:57Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-27 18:50:57.659730 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-27 18:50:57.695110 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 18:50:57.721395 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 18:50:57.789170 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (96, 1, 1) | 2026-11-27 18:50:57.823635 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)"
+        "not tested here: aria on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:32Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-28 00:11:31.884110 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-28 00:11:31.917299 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 00:11:31.946029 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 00:11:32.006305 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (96, 1, 1) | 2026-11-28 00:11:32.021549 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, features =
@@ -19,7 +19,7 @@ mod browser {
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "not tested here: aria on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:51:17Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-27 18:51:17.776640 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-27 18:51:17.830334 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 18:51:17.866819 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 18:51:17.935464 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (96, 1, 1) | 2026-11-27 18:51:17.965035 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)"
+        "not tested here: aria on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795824349-28173 on vm, 2026-11-28T00:11:45Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-28 00:11:45.446190 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-28 00:11:45.483830 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 00:11:45.517465 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 00:11:45.564695 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (96, 1, 1) | 2026-11-28 00:11:45.590644 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
@@ -36,7 +36,7 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "not tested here: aria on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:51:26Z): cannot load <fixtures>/aria/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it."
+        "not tested here: aria on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795824349-28173 on vm, 2026-11-28T00:12:02Z): cannot load <fixtures>/aria/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it."
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, features =
@@ -45,7 +45,7 @@ mod native {
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "not tested here: aria on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:51:35Z): cannot load <fixtures>/aria/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it."
+        "not tested here: aria on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795824349-28173 on vm, 2026-11-28T00:12:09Z): cannot load <fixtures>/aria/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it."
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =

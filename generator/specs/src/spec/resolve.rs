@@ -112,6 +112,19 @@ pub fn resolve(
         imp.and_then(|i| i.outputs.clone()),
         default_io.map(|d| &d.outputs),
     );
+    for input in &inputs {
+        let halves = input.fill == Some(Fill::Halves);
+        if halves != input.values.as_ref().is_some_and(|v| v.len() == 2) {
+            r.errors.push((
+                "inputs",
+                format!(
+                    "input `{}`: `values` (two of them) goes with `fill: halves`, and only with it",
+                    input.name
+                ),
+                "write `fill: halves, values: [<first half>, <second half>]`, or neither".into(),
+            ));
+        }
+    }
     let shapes = r.shapes(file.shapes, modality, defaults);
     let tolerance = r.tolerance(file.tolerance, defaults);
     let mut precision_tolerances = defaults.precision_tolerances.clone();

@@ -577,6 +577,10 @@ pub struct TensorSpec {
     pub axes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fill: Option<Fill>,
+    /// The two values a `halves` fill writes (a role per position: Ideogram 4's text tokens,
+    /// then its image tokens); no other fill reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<i64>>,
 }
 
 /// How the exporter fills an input (see generator/importer/exporter/export.py).
@@ -605,6 +609,9 @@ pub enum Fill {
     AudioTextTokens,
     /// All ones in both shapes: a mask that must never be padded (an audio clip's frames).
     Ones,
+    /// The first of `values` over the first half of the last axis, the second over the rest:
+    /// per-position roles of a packed sequence (text tokens, then image tokens).
+    Halves,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
