@@ -301,7 +301,9 @@ impl Import<'_> {
                 let missing_libraries = match value.get("missing_libraries") {
                     None => Vec::new(),
                     Some(names) => serde_json::from_value(names.clone()).map_err(|e| {
-                        format!("error: the worker's answer for {model_type}: missing_libraries: {e}")
+                        format!(
+                            "error: the worker's answer for {model_type}: missing_libraries: {e}"
+                        )
                     })?,
                 };
                 failure = Some(PipelineFailure {
