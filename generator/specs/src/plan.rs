@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use hwmatrix_cell::{
-    Basis, CHECKS, EngineKind, GENERATES, Planned, Platform, Precision, QuantScheme, Rating, Stage,
+    Attribution, Basis, CHECKS, EngineKind, GENERATES, Planned, Platform, Precision, QuantScheme,
+    Rating, Stage,
 };
 
 use crate::spec::evidence::{self, Entry, EntryOutcome};
@@ -547,13 +548,21 @@ fn harness_gap(spec: &crate::spec::ModelSpec, platform: Platform) -> Option<Plan
         "build and run the tiny PyTorch model"
     };
     let error = spec.export.known_issue.as_deref().unwrap_or_default();
-    Some(Planned::NotTested {
-        reason: format!(
+    let environment = spec
+        .pipeline_entry(evidence::EXPORT)
+        .is_some_and(|e| e.attribution == Some(Attribution::Environment));
+    let reason = if environment {
+        format!(
+            "not tested: this environment could not {step} for {} (stage `{stage}`: a library it needs is not installed here, not a fact about the model or {platform}): {error}",
+            spec.model_type
+        )
+    } else {
+        format!(
             "not tested: hwmatrix's harness could not {step} for {} (stage `{stage}`, our gap, not a fact about the model or {platform}): {error}",
             spec.model_type
-        ),
-        stage,
-    })
+        )
+    };
+    Some(Planned::NotTested { reason, stage })
 }
 
 fn plan_quantization(specs: &Specs, model: &LoadedModel) -> QuantizationPlan {
