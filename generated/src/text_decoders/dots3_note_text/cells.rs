@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dots3_note_text on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795824164-25209 on vm, 2026-11-28T00:02:45Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)",
+                    reason: "dots3_note_text on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795826953-31545 on vm, 2026-11-28T00:49:13Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -174,7 +174,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dots3_note_text on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795800746-21255 on vm, 2026-11-27T17:32:32Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)",
+                    reason: "dots3_note_text on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795826965-31906 on vm, 2026-11-28T00:49:25Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -200,7 +200,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "dots3_note_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795801000-22641 on vm, 2026-11-27T17:37:04Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; dots3_note_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795801000-22641 on vm, 2026-11-27T17:37:05Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; dots3_note_text on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795801000-22641 on vm, 2026-11-27T17:37:07Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+            reason: "dots3_note_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:37Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; dots3_note_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:39Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; dots3_note_text on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:40Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -210,7 +210,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dots3_note_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795801000-22641 on vm, 2026-11-27T17:37:04Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; dots3_note_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795801000-22641 on vm, 2026-11-27T17:37:05Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; dots3_note_text on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795801000-22641 on vm, 2026-11-27T17:37:07Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    reason: "dots3_note_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:37Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; dots3_note_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:39Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; dots3_note_text on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:40Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -223,7 +223,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dots3_note_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795801000-22641 on vm, 2026-11-27T17:37:04Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; dots3_note_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795801000-22641 on vm, 2026-11-27T17:37:05Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; dots3_note_text on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795801000-22641 on vm, 2026-11-27T17:37:07Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
+                    reason: "dots3_note_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:37Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; dots3_note_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:39Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002; dots3_note_text on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:40Z): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -253,18 +253,24 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             min_top1: 0.95f64,
         },
     );
-/// dots3_note_text on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// dots3_note_text on webnn: not-tested (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::NotTested {
+            reason: "not tested here: dots3_note_text on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:53:36Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:54:36Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:54:38Z): opening the model took longer than its limit of 60 s",
+            stage: runtime::Stage::Run,
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: dots3_note_text on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:53:36Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:54:36Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:54:38Z): opening the model took longer than its limit of 60 s",
+                    stage: runtime::Stage::Run,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -273,7 +279,10 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: dots3_note_text on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:53:36Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:54:36Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:54:38Z): opening the model took longer than its limit of 60 s",
+                    stage: runtime::Stage::Run,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -302,7 +311,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: dots3_note_text on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:20Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-27 18:45:19.974834 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 18:45:19.999649 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 18:45:20.017224 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 18:45:20.078014 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (4, 1, 1) | \u{1b}[1;31m2026-11-27 18:45:20.081269 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
+                    reason: "not tested here: dots3_note_text on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795827013-671 on vm, 2026-11-28T00:50:13Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-28 00:50:13.861695 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 00:50:13.878735 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 00:50:13.895400 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-28 00:50:13.980094 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (4, 1, 1) | \u{1b}[1;31m2026-11-28 00:50:13.984540 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
@@ -323,7 +332,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: dots3_note_text on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:39Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-27 18:45:39.024084 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 18:45:39.051994 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 18:45:39.075059 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 18:45:39.191984 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (4, 1, 1) | \u{1b}[1;31m2026-11-27 18:45:39.208554 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
+                    reason: "not tested here: dots3_note_text on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795827013-671 on vm, 2026-11-28T00:50:30Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-28 00:50:30.234184 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 00:50:30.256594 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 00:50:30.277629 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-28 00:50:30.390219 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (4, 1, 1) | \u{1b}[1;31m2026-11-28 00:50:30.396224 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
@@ -354,7 +363,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dots3_note_text on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:45Z): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    reason: "dots3_note_text on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795827013-671 on vm, 2026-11-28T00:50:35Z): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -376,7 +385,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dots3_note_text on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:47Z): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    reason: "dots3_note_text on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795827013-671 on vm, 2026-11-28T00:50:36Z): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: dots3_note_text on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795824164-25209 on vm, 2026-11-28T00:02:45Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)"
+        "known issue: dots3_note_text on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795826953-31545 on vm, 2026-11-28T00:49:13Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off

@@ -21,7 +21,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::Unsupported {
-                    reason: "qwen3_5 on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795813505-10059 on vm, 2026-11-27T21:05:11Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    reason: "qwen3_5 on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795826953-31545 on vm, 2026-11-28T00:49:15Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
                     basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
@@ -139,7 +139,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_5 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:05:52Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 77 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 36889 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason; qwen3_5 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:06:04Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 41 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 23909 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason; qwen3_5 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:06:05Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 42 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 24334 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            reason: "qwen3_5 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795826965-31906 on vm, 2026-11-28T00:49:26Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 87 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 28507 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason; qwen3_5 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795826965-31906 on vm, 2026-11-28T00:49:35Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 53 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 26698 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason; qwen3_5 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795826965-31906 on vm, 2026-11-28T00:49:37Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 44 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 25007 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -149,7 +149,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_5 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:05:52Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 77 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 36889 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason; qwen3_5 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:06:04Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 41 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 23909 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason; qwen3_5 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:06:05Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 42 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 24334 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "qwen3_5 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795826965-31906 on vm, 2026-11-28T00:49:26Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 87 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 28507 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason; qwen3_5 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795826965-31906 on vm, 2026-11-28T00:49:35Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 53 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 26698 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason; qwen3_5 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795826965-31906 on vm, 2026-11-28T00:49:37Z): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (42%), 44 µs (0%); OpenVINOExecutionProvider: 14 nodes (58%), 25007 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -164,7 +164,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_5 on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:05:54Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider, ScatterND ×28 on CPUExecutionProvider, Transpose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 66 nodes (38%), 243 µs (0%); OpenVINOExecutionProvider: 107 nodes (62%), 108719 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+            reason: "qwen3_5 on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run 1795826965-31906 on vm, 2026-11-28T00:49:27Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider, ScatterND ×28 on CPUExecutionProvider, Transpose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 66 nodes (38%), 164 µs (0%); OpenVINOExecutionProvider: 107 nodes (62%), 100535 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -175,7 +175,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:20Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:38Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:40Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.",
+            reason: "qwen3_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:42Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:50Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:58Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -185,7 +185,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:20Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:38Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:40Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.",
+                    reason: "qwen3_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:42Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:50Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:58Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -198,7 +198,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:20Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:38Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:40Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.",
+                    reason: "qwen3_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:42Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:50Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.; qwen3_5 on qnn with onnxruntime: runs failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:58Z): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -213,7 +213,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_5 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:25Z): step 0 (decoder): cannot load <fixtures>/generation/qwen3_5/decoder.onnx: Failed to compose Qnn graph.",
+            reason: "qwen3_5 on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795826977-32471 on vm, 2026-11-28T00:49:46Z): step 0 (decoder): cannot load <fixtures>/generation/qwen3_5/decoder.onnx: Failed to compose Qnn graph.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -234,7 +234,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::NotTested {
-            reason: "not tested here: qwen3_5 on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:23:53Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:25:00Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:25:04Z): component language: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+            reason: "not tested here: qwen3_5 on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:55:40Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:56:47Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:56:50Z): component language: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
             stage: runtime::Stage::Run,
         },
     )
@@ -243,7 +243,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: qwen3_5 on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:23:53Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:25:00Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:25:04Z): component language: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    reason: "not tested here: qwen3_5 on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:55:40Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:56:47Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:56:50Z): component language: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
                     stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
@@ -255,7 +255,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: qwen3_5 on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:23:53Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:25:00Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:25:04Z): component language: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
+                    reason: "not tested here: qwen3_5 on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:55:40Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:56:47Z): component language: opening the model took longer than its limit of 60 s; qwen3_5 on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:56:50Z): component language: opening the model took longer than its limit of 60 s (measured by an earlier check of this cell in this process; not retried)",
                     stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
@@ -269,7 +269,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: qwen3_5 on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:24:53Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            reason: "not tested here: qwen3_5 on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:56:40Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
             stage: runtime::Stage::Run,
         },
     );
@@ -285,7 +285,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: qwen3_5 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795813930-15673 on vm, 2026-11-27T21:16:50Z): component embed: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-27 21:16:50.706239 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 21:16:50.712969 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 21:16:50.727669 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 21:16:50.776380 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (6, 1, 1) | \u{1b}[1;31m2026-11-27 21:16:50.779904 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
+                    reason: "not tested here: qwen3_5 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795827013-671 on vm, 2026-11-28T00:50:40Z): component embed: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-28 00:50:40.827343 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 00:50:40.838859 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 00:50:40.843004 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-28 00:50:40.874999 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (6, 1, 1) | \u{1b}[1;31m2026-11-28 00:50:40.883004 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
                     stage: runtime::Stage::Load,
                 },
                 bound: runtime::AgreementBound {
@@ -297,7 +297,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::Unsupported {
-                    reason: "qwen3_5 on webgpu with browser: q4_matches_reference does not apply (evidence: run 1795813930-15673 on vm, 2026-11-27T21:17:40Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    reason: "qwen3_5 on webgpu with browser: q4_matches_reference does not apply (evidence: run 1795827013-671 on vm, 2026-11-28T00:51:23Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
                     basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
@@ -309,7 +309,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_5 on webgpu with browser: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795813930-15673 on vm, 2026-11-27T21:17:47Z): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)",
+                    reason: "qwen3_5 on webgpu with browser: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795827013-671 on vm, 2026-11-28T00:51:47Z): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },
@@ -334,7 +334,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_5 on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795813930-15673 on vm, 2026-11-27T21:18:26Z): component embed: ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
+                    reason: "qwen3_5 on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795827013-671 on vm, 2026-11-28T00:52:08Z): component embed: ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -347,7 +347,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::Unsupported {
-                    reason: "qwen3_5 on webgpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795813930-15673 on vm, 2026-11-27T21:18:28Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    reason: "qwen3_5 on webgpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795827013-671 on vm, 2026-11-28T00:52:20Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
                     basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
@@ -359,7 +359,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_5 on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795813930-15673 on vm, 2026-11-27T21:18:36Z): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)",
+                    reason: "qwen3_5 on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795827013-671 on vm, 2026-11-28T00:52:25Z): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },

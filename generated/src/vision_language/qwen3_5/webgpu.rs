@@ -10,15 +10,15 @@ mod browser {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
-        "not tested here: qwen3_5 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795813930-15673 on vm, 2026-11-27T21:16:50Z): component embed: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-27 21:16:50.706239 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 21:16:50.712969 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 21:16:50.727669 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-27 21:16:50.776380 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (6, 1, 1) | \u{1b}[1;31m2026-11-27 21:16:50.779904 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)"
+        "not tested here: qwen3_5 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795827013-671 on vm, 2026-11-28T00:50:40Z): component embed: onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-28 00:50:40.827343 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 00:50:40.838859 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 00:50:40.843004 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-28 00:50:40.874999 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (6, 1, 1) | \u{1b}[1;31m2026-11-28 00:50:40.883004 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
-        "unsupported: qwen3_5 on webgpu with browser: q4_matches_reference does not apply (evidence: run 1795813930-15673 on vm, 2026-11-27T21:17:40Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)"
+        "unsupported: qwen3_5 on webgpu with browser: q4_matches_reference does not apply (evidence: run 1795827013-671 on vm, 2026-11-28T00:51:23Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "known issue: qwen3_5 on webgpu with browser: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795813930-15673 on vm, 2026-11-27T21:17:47Z): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)"
+        "known issue: qwen3_5 on webgpu with browser: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795827013-671 on vm, 2026-11-28T00:51:47Z): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
@@ -35,15 +35,15 @@ mod native {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: qwen3_5 on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795813930-15673 on vm, 2026-11-27T21:18:26Z): component embed: ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it."
+        "known issue: qwen3_5 on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795827013-671 on vm, 2026-11-28T00:52:08Z): component embed: ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it."
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "unsupported: qwen3_5 on webgpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795813930-15673 on vm, 2026-11-27T21:18:28Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)"
+        "unsupported: qwen3_5 on webgpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795827013-671 on vm, 2026-11-28T00:52:20Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: qwen3_5 on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795813930-15673 on vm, 2026-11-27T21:18:36Z): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)"
+        "known issue: qwen3_5 on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795827013-671 on vm, 2026-11-28T00:52:25Z): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
