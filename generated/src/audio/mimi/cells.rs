@@ -146,7 +146,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mimi on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795824200-25948 on vm, 2026-11-28T00:03:21Z): cannot load <fixtures>/mimi/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    reason: "mimi on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795827740-4054 on vm, 2026-11-28T01:02:21Z): cannot load <fixtures>/mimi/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: mimi on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795824200-25948 on vm, 2026-11-28T00:03:21Z): cannot load <fixtures>/mimi/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
+        "known issue: mimi on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795827740-4054 on vm, 2026-11-28T01:02:21Z): cannot load <fixtures>/mimi/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
     );
 }

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: grounding-dino on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795823927-22668 on vm, 2026-11-27T23:58:49Z): cannot load <fixtures>/grounding-dino/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
+        "known issue: grounding-dino on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795827740-4054 on vm, 2026-11-28T01:02:26Z): cannot load <fixtures>/grounding-dino/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
     );
 }

@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mm-grounding-dino on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795823927-22668 on vm, 2026-11-27T23:58:53Z): cannot load <fixtures>/mm-grounding-dino/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    reason: "mm-grounding-dino on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795827740-4054 on vm, 2026-11-28T01:02:30Z): cannot load <fixtures>/mm-grounding-dino/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

@@ -10,6 +10,6 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: mm-grounding-dino on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795823927-22668 on vm, 2026-11-27T23:58:53Z): cannot load <fixtures>/mm-grounding-dino/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
+        "known issue: mm-grounding-dino on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795827740-4054 on vm, 2026-11-28T01:02:30Z): cannot load <fixtures>/mm-grounding-dino/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
     );
 }

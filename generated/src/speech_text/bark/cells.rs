@@ -158,7 +158,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "bark on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795824213-26346 on vm, 2026-11-28T00:04:44Z): cannot load <fixtures>/bark/model.qdq8.onnx: Failed to compose Qnn graph.",
+                    reason: "bark on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795827901-9882 on vm, 2026-11-28T01:05:02Z): cannot load <fixtures>/bark/model.qdq8.onnx: Failed to compose Qnn graph.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

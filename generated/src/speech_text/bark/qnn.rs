@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: bark on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795824213-26346 on vm, 2026-11-28T00:04:44Z): cannot load <fixtures>/bark/model.qdq8.onnx: Failed to compose Qnn graph."
+        "known issue: bark on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795827901-9882 on vm, 2026-11-28T01:05:02Z): cannot load <fixtures>/bark/model.qdq8.onnx: Failed to compose Qnn graph."
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],

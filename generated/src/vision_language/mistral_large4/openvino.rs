@@ -9,9 +9,8 @@ mod onnx {
         "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, features =
-        ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: mistral_large4 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795827791-5269 on vm, 2026-11-28T01:03:38Z): cannot load <fixtures>/mistral_large4/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, ignore =
