@@ -114,6 +114,10 @@ pub struct OnnxSession {
     /// Nodes ORT's log says it moved to the CPU on purpose (a WebGPU session's).
     cpu_preferred: Arc<Mutex<HashSet<String>>>,
     mode: Mode,
+    /// The profile folders of the sessions this one opened: reading a profile removes its
+    /// folder, and dropping this session removes those of profiles never read (a check that
+    /// failed before reading where its nodes ran).
+    profile_folders: Mutex<Vec<PathBuf>>,
 }
 
 impl OnnxSession {
@@ -156,6 +160,7 @@ impl OnnxSession {
             nodes,
             cpu_preferred: Arc::default(),
             mode,
+            profile_folders: Mutex::default(),
         };
         if session.static_inputs.is_none() {
             session.session = Some((Vec::new(), session.build(&[])?));
@@ -187,10 +192,12 @@ impl OnnxSession {
                 .with_dimension_override(axis, *size)
                 .map_err(setup)?;
         }
+        // A session that fails to open never writes its profile: its folder goes with it.
+        let mut unused_profile = UnusedProfileFolder(None);
         if self.mode == Mode::Profiled {
-            builder = builder
-                .with_profiling(profile_prefix(&self.model)?)
-                .map_err(setup)?;
+            let prefix = profile_prefix(&self.model)?;
+            unused_profile.0 = prefix.parent().map(Path::to_path_buf);
+            builder = builder.with_profiling(prefix).map_err(setup)?;
         }
         if self.provider == ExecutionProvider::WebGpu {
             // The session's own log (a logger per session, so parallel tests do
@@ -249,13 +256,20 @@ impl OnnxSession {
                 CheckError::new(ErrorKind::ProviderRegistration, format!("{name} failed to register in {library} (no CPU fallback is allowed): {e}"))
             })?;
         }
-        builder.commit_from_file(&self.model).map_err(|e| {
+        let session = builder.commit_from_file(&self.model).map_err(|e| {
             let message = format!(
                 "cannot load {}: {e}",
                 hwmatrix_cell::paths::in_fixtures(&self.model)
             );
             CheckError::new(ErrorKind::ModelLoad.or_adapter_feature(&message), message)
-        })
+        })?;
+        if let Some(folder) = unused_profile.0.take() {
+            self.profile_folders
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(folder);
+        }
+        Ok(session)
     }
 
     /// The open session for these inputs: a static-shape provider's is rebuilt when
@@ -421,6 +435,20 @@ fn read_profile(
     parse_profile(&text, &exempt).map_err(unverified)
 }
 
+/// The profile folder of a session being opened, removed unless the session
+/// opened (then reading its profile, or dropping the [`OnnxSession`], removes
+/// it): a session that failed to open, at its provider or its model, left an
+/// empty folder in the temporary directory on every failure.
+struct UnusedProfileFolder(Option<PathBuf>);
+
+impl Drop for UnusedProfileFolder {
+    fn drop(&mut self) {
+        if let Some(folder) = &self.0 {
+            let _ = std::fs::remove_dir_all(folder);
+        }
+    }
+}
+
 /// ORT names a profile `<prefix>_<time in ms>.json`. Each session gets a
 /// folder of its own (a per-process counter), which reading its profile
 /// removes: a folder shared by the process's sessions could not be removed
@@ -501,10 +529,17 @@ impl Drop for OnnxSession {
     /// WebGPU session is kept for the next check of its model ([`keep`]).
     fn drop(&mut self) {
         let turn = turn(self.provider);
-        if let Some((_, session)) = self.session.take()
-            && self.provider == ExecutionProvider::WebGpu
-        {
-            keep(fixture_of(&self.model), session);
+        if let Some((_, session)) = self.session.take() {
+            if self.provider == ExecutionProvider::WebGpu {
+                keep(fixture_of(&self.model), session);
+            } else {
+                // Released before its folder goes: ORT may write an unread profile as it ends.
+                drop(session);
+                let folders = self.profile_folders.get_mut();
+                for folder in folders.unwrap_or_else(|e| e.into_inner()).drain(..) {
+                    let _ = std::fs::remove_dir_all(folder);
+                }
+            }
         }
         drop(turn);
         if self.provider == ExecutionProvider::WebGpu {
