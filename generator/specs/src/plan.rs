@@ -6,8 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use hwmatrix_cell::{
-    Attribution, Basis, CHECKS, EngineKind, GENERATES, Planned, Platform, Precision, QuantScheme,
-    Rating, Stage,
+    Basis, CHECKS, EngineKind, GENERATES, Planned, Platform, Precision, QuantScheme, Rating, Stage,
 };
 
 use crate::spec::evidence::{self, Entry, EntryOutcome};
@@ -548,13 +547,11 @@ fn harness_gap(spec: &crate::spec::ModelSpec, platform: Platform) -> Option<Plan
         "build and run the tiny PyTorch model"
     };
     let error = spec.export.known_issue.as_deref().unwrap_or_default();
-    let environment = spec
-        .pipeline_entry(evidence::EXPORT)
-        .is_some_and(|e| e.attribution == Some(Attribution::Environment));
-    let reason = if environment {
+    let reason = if let Some(entry) = spec.stopped_by_environment() {
         format!(
-            "not tested: this environment could not {step} for {} (stage `{stage}`: a library it needs is not installed here, not a fact about the model or {platform}): {error}",
-            spec.model_type
+            "not tested: this environment could not {step} for {} (stage `{stage}`: {}, not a fact about the model or {platform}): {error}",
+            spec.model_type,
+            evidence::environment_cause(entry.error_kind)
         )
     } else {
         format!(

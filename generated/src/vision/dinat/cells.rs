@@ -6,7 +6,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or cpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or cpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
             stage: runtime::Stage::Reference,
         },
     )
@@ -15,7 +15,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or cpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or cpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -27,7 +27,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or cpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or cpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -44,7 +44,7 @@ pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
     runtime::Planned::NotTested {
-        reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or cpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+        reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or cpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
         stage: runtime::Stage::Reference,
     },
 );
@@ -54,7 +54,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::CUDA,
         &crate::platforms::CUDA_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or cuda): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or cuda): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
             stage: runtime::Stage::Reference,
         },
     )
@@ -63,7 +63,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or cuda): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or cuda): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -75,7 +75,7 @@ pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or cuda): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or cuda): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -92,7 +92,7 @@ pub static CUDA_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::CUDA,
     &crate::platforms::CUDA_TORCH,
     runtime::Planned::NotTested {
-        reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or cuda): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+        reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or cuda): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
         stage: runtime::Stage::Reference,
     },
 );
@@ -102,7 +102,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::ROCM,
         &crate::platforms::ROCM_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or rocm): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or rocm): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
             stage: runtime::Stage::Reference,
         },
     )
@@ -111,7 +111,7 @@ pub static ROCM_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or rocm): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or rocm): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -128,7 +128,7 @@ pub static ROCM_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::ROCM,
     &crate::platforms::ROCM_TORCH,
     runtime::Planned::NotTested {
-        reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or rocm): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+        reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or rocm): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
         stage: runtime::Stage::Reference,
     },
 );
@@ -138,7 +138,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::MPS,
         &crate::platforms::MPS_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or mps): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or mps): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
             stage: runtime::Stage::Reference,
         },
     )
@@ -147,7 +147,7 @@ pub static MPS_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or mps): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or mps): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -164,7 +164,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS,
     &crate::platforms::MPS_TORCH,
     runtime::Planned::NotTested {
-        reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or mps): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+        reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or mps): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
         stage: runtime::Stage::Reference,
     },
 );
@@ -174,7 +174,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
             stage: runtime::Stage::Reference,
         },
     )
@@ -183,7 +183,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -200,7 +200,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         runtime::Planned::NotTested {
-            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or qnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or qnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
             stage: runtime::Stage::Reference,
         },
     )
@@ -209,7 +209,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or qnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or qnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -221,7 +221,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or qnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or qnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -248,7 +248,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::NotTested {
-            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or webnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
             stage: runtime::Stage::Reference,
         },
     )
@@ -257,7 +257,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or webnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -269,7 +269,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or webnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -286,7 +286,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::NotTested {
-            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
             stage: runtime::Stage::Reference,
         },
     )
@@ -295,7 +295,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -307,7 +307,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -319,7 +319,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -336,7 +336,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::NotTested {
-            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
             stage: runtime::Stage::Reference,
         },
     )
@@ -345,7 +345,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -357,7 +357,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -369,7 +369,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                     stage: runtime::Stage::Reference,
                 },
                 bound: runtime::AgreementBound {
@@ -389,7 +389,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -397,7 +397,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -405,7 +405,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -413,7 +413,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                 stage: runtime::Stage::Reference,
             },
             expected: None,
@@ -421,7 +421,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::NotTested {
-                reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library it needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
                 stage: runtime::Stage::Reference,
             },
             expected: None,

@@ -244,14 +244,7 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::KnownIssue {
-            reason: "cosmos3_edge on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795766120-10399 on vm, 2026-11-27T07:55:41Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 7 of 2048 logits outside abs 0.0415150861391453 + rel 0, 1 of 2 rows with another top token (max abs error 5.759e-2; worst at flat index 2037: got -0.02513122744858265, expected -0.08272255212068558)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Mismatch),
-        },
-    )
+    .with_generation(&super::GENERATION, runtime::Planned::Run)
     .computing_float32_in(
         runtime::Precision::Fp16,
         0.1f64,

@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use hwmatrix_cell::{Attribution, ErrorKind, Stage};
+use hwmatrix_cell::{Attribution, Stage};
 use hwmatrix_specs::plan::Plan;
-use hwmatrix_specs::spec::evidence::EXPORT;
+use hwmatrix_specs::spec::evidence::{EXPORT, environment_cause};
 use serde::Serialize;
 
 /// One cause and the models it stopped.
@@ -71,7 +71,7 @@ pub fn export_failures(plan: &Plan) -> ExportFailures {
         let harness = entry.attribution == Some(Attribution::Harness)
             || matches!(entry.stage, Some(Stage::Config | Stage::Reference));
         let (who, cause) = if entry.attribution == Some(Attribution::Environment) {
-            (ENVIRONMENT, environment_cause(entry.error_kind))
+            (ENVIRONMENT, environment_cause(entry.error_kind).to_string())
         } else if harness {
             ("our harness", harness_cause(&entry.error))
         } else {
@@ -166,15 +166,6 @@ fn classify(error: &str) -> String {
 }
 
 const ENVIRONMENT: &str = "this environment";
-
-/// What this environment lacked, by the entry's error kind.
-fn environment_cause(kind: Option<ErrorKind>) -> String {
-    match kind {
-        Some(ErrorKind::LibraryMissing) => "a library the model needs is not installed here".into(),
-        Some(ErrorKind::Timeout) => "our worker's time limit".into(),
-        _ => "another limit of this machine (see the model's entry)".into(),
-    }
-}
 
 /// Where our harness stopped, in words shared by the models it stopped.
 fn harness_cause(error: &str) -> String {

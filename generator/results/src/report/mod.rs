@@ -637,17 +637,10 @@ fn planned_cell(
         disagreement,
         reason: first_bad.and_then(|e| e.body.reason.clone()),
         basis: match spec.export.stage {
-            Some(stage) if stage.is_harness() => Some(
-                match spec
-                    .pipeline_entry(hwmatrix_specs::spec::evidence::EXPORT)
-                    .and_then(|e| e.attribution)
-                {
-                    Some(hwmatrix_cell::Attribution::Environment) => {
-                        format!("this environment stopped it at `{stage}`")
-                    }
-                    _ => format!("our harness stopped at `{stage}`"),
-                },
-            ),
+            Some(stage) if stage.is_harness() => Some(match spec.stopped_by_environment() {
+                Some(_) => format!("this environment stopped it at `{stage}`"),
+                None => format!("our harness stopped at `{stage}`"),
+            }),
             _ if no_fixture => Some("no fixture (the export fails)".into()),
             _ => basis.map(|b| b.name().to_string()),
         },

@@ -517,12 +517,29 @@ pub fn exporter_libraries() -> String {
         .join(", ")
 }
 
+/// What this environment lacked, in words shared by the pipeline entries it stopped, by their
+/// error kind.
+pub fn environment_cause(kind: Option<ErrorKind>) -> &'static str {
+    match kind {
+        Some(ErrorKind::LibraryMissing) => "a library the model needs is not installed here",
+        Some(ErrorKind::Timeout) => "our worker's time limit",
+        _ => "another limit of this machine (see the model's entry)",
+    }
+}
+
 impl ModelSpec {
     /// The fixture pipeline's entry for `check` ([`EXPORT`], [`GENERATION_EXPORT`]).
     pub fn pipeline_entry(&self, check: &str) -> Option<&Entry> {
         self.evidence
             .iter()
             .find(|e| e.platform.is_none() && e.check == check)
+    }
+
+    /// The export entry, where this environment stopped the fixture pipeline (a library
+    /// absent here, our worker's time limit) rather than our harness or the exporters.
+    pub fn stopped_by_environment(&self) -> Option<&Entry> {
+        self.pipeline_entry(EXPORT)
+            .filter(|e| e.attribution == Some(Attribution::Environment))
     }
 
     /// Whether the engine's cells have a fixture to run on: the model's, where
@@ -837,6 +854,10 @@ mod tests {
             ),
             "a library absent here is this environment's, not our harness's"
         );
+        assert_eq!(
+            environment_cause(absent.error_kind),
+            "a library the model needs is not installed here"
+        );
         let limit = pipeline_failure(
             EXPORT,
             &PipelineFailure {
@@ -854,6 +875,10 @@ mod tests {
             "our worker's limit is not the model's"
         );
         assert_eq!(limit.error, "timed out after 300 s");
+        assert_eq!(
+            environment_cause(limit.error_kind),
+            "our worker's time limit"
+        );
         let flatten = PipelineFailure {
             harness_limit: true,
             ..failed(Stage::Reference, "RuntimeError: cannot flatten the cache")
