@@ -41,12 +41,16 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// transformer_hunyuan_video15 on cpu: run (libtorch, device cpu).
+/// transformer_hunyuan_video15 on cpu: known-issue (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
     &super::MODEL,
     &crate::platforms::CPU,
     &crate::platforms::CPU_TORCH,
-    runtime::Planned::Run,
+    runtime::Planned::KnownIssue {
+        reason: "transformer_hunyuan_video15 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795831414-21207 on vm, 2026-11-28T02:03:34Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: Expected 1 elements in a list but found 2",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Run),
+    },
 );
 /// transformer_hunyuan_video15 on cuda: known-issue (onnxruntime, CUDAExecutionProvider (device_id=0)).
 pub static CUDA_ONNX: runtime::Cell = runtime::Cell::new(
