@@ -450,7 +450,7 @@ def export_graph(wrapper, example, names, outputs, axes: dict, path: Path, verif
                                       dynamic_axes={k: {d: a for d, a in enumerate(v) if a} for k, v in axes.items()}, opset_version=17)
                 else:
                     dims = tuple({d: torch.export.Dim.AUTO for d, a in enumerate(axes[n]) if a} for n in names)
-                    with ex._env("TRANSFORMERS_DISABLE_TORCH_CHECK", "1"):
+                    with ex._env("TRANSFORMERS_DISABLE_TORCH_CHECK", "1"), ex.dynamo_speedups():
                         program = torch.onnx.export(wrapper, example, dynamo=True, input_names=names, output_names=outputs,
                                                     dynamic_shapes=(dims,), opset_version=18, external_data=False)
                     program.save(str(path), external_data=False)

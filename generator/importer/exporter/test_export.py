@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import tempfile
 import types
@@ -244,7 +245,6 @@ class QuantizerSpeedupTest(unittest.TestCase):
     def test_the_speedups_write_the_same_qdq_graph(self):
         """`_rewiring_only_consumers` and `_calibrating_at_graph_end` change how long ONNX Runtime's
         QDQ quantizer takes, never what it writes."""
-        import contextlib
         import warnings
 
         import numpy as np
@@ -267,6 +267,90 @@ class QuantizerSpeedupTest(unittest.TestCase):
                 written.append((tmp / "model.qdq8.onnx").read_bytes())
         self.assertEqual(written[0], written[1])
 
+
+class HalvesRotated(torch.nn.Module):
+    """A rotary embedding's rotate_half between two linear layers and a softmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner, self.outer = torch.nn.Linear(8, 16), torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        h = self.inner(x)
+        first, second = h[..., :8], h[..., 8:]
+        return self.outer(torch.cat((-second, first), dim=-1).softmax(-1))
+
+
+def graph_up_to_value_names(model) -> tuple:
+    """A graph's nodes (op, attributes, inputs and outputs), weights and outputs, with each value
+    named by the order it first appears in: two exports of one module compare equal where they
+    compute the same, whatever torch.export numbered their values."""
+    from onnx import numpy_helper
+
+    names: dict[str, str] = {}
+
+    def name(value: str) -> str:
+        return names.setdefault(value, f"v{len(names)}") if value else ""
+
+    graph = model.graph
+    for value in graph.input:
+        name(value.name)
+    nodes = [(n.op_type, n.domain, tuple(map(name, n.input)), tuple(map(name, n.output)),
+              tuple(a.SerializeToString() for a in n.attribute)) for n in graph.node]
+    weights = sorted((names.get(t.name, ""), numpy_helper.to_array(t).tobytes(), tuple(t.dims), t.data_type) for t in graph.initializer)
+    return nodes, weights, tuple(name(o.name) for o in graph.output)
+
+
+class DynamoSpeedupsTest(unittest.TestCase):
+    def test_the_speedups_export_the_same_graph(self):
+        """`dynamo_speedups` changes how long a dynamo export takes, never the graph."""
+        import warnings
+
+        import onnx
+
+        model = HalvesRotated().eval()
+        x = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(0))
+        graphs = []
+        for speedup in (False, True):
+            with export.dynamo_speedups() if speedup else contextlib.nullcontext(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                batch = torch.export.Dim.AUTO
+                program = torch.onnx.export(model, (x,), dynamo=True, dynamic_shapes=({0: batch},), opset_version=18, external_data=False)
+            graphs.append(onnx.load_from_string(program.model_proto.SerializeToString()))
+        self.assertEqual(graph_up_to_value_names(graphs[0]), graph_up_to_value_names(graphs[1]))
+
+    def test_the_matcher_still_finds_patterns_of_several_output_nodes(self):
+        """The one such rule (SlicesSplit: two Slices of one tensor's halves, without steps, which
+        torch.onnx's Slices always have) still fires, and only where it did."""
+        import onnx
+        import onnx_ir as ir
+        import onnxscript.optimizer
+        from onnx import TensorProto, helper
+
+        def constant(name, value):
+            return helper.make_node("Constant", [], [name], value=helper.make_tensor(name, TensorProto.INT64, [1], [value]))
+
+        graph = helper.make_graph(
+            [constant("zero", 0), constant("half", 8), constant("end", 16), constant("last", -1),
+             helper.make_node("Relu", ["x"], ["h"]),
+             # The second half's Slice first: the unpatched matcher tries the candidates for
+             # the pattern's second Slice in graph order and stops at the first that matches
+             # in structure, the first half's Slice itself, whose check then fails.
+             helper.make_node("Slice", ["h", "half", "end", "last"], ["second"]),
+             helper.make_node("Slice", ["h", "zero", "half", "last"], ["first"]),
+             helper.make_node("Neg", ["second"], ["negated"]),
+             helper.make_node("Concat", ["negated", "first"], ["y"], axis=-1)],
+            "halves", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 16])])
+        source = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        optimized = []
+        for speedup in (False, True):
+            model = ir.serde.deserialize_model(source)
+            with export._first_output_node_first() if speedup else contextlib.nullcontext():
+                onnxscript.optimizer.optimize_ir(model)
+            optimized.append(onnx.load_from_string(ir.serde.serialize_model(model).SerializeToString()))
+        self.assertIn("Split", [n.op_type for n in optimized[1].graph.node])
+        self.assertEqual(graph_up_to_value_names(optimized[0]), graph_up_to_value_names(optimized[1]))
 
 if __name__ == "__main__":
     unittest.main()

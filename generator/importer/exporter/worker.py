@@ -96,10 +96,11 @@ def main() -> int:
                 result = registry.classify_only(job["model_type"])
             elif job["kind"] == "derive":
                 layout = (job["inputs"], job["shapes"]) if "inputs" in job and "shapes" in job else None
-                export = job.get("export") or {}
+                # (not named `export`: that is the module the export jobs below call)
+                curated = job.get("export") or {}
                 result = registry.derive(job["model_type"], overrides=job.get("tiny_config_overrides") or {}, layout=layout,
-                                         drawn=export.get("drawn_weights"), export_class=export.get("class"),
-                                         max_parameters=export.get("max_parameters"))
+                                         drawn=curated.get("drawn_weights"), export_class=curated.get("class"),
+                                         max_parameters=curated.get("max_parameters"))
                 if job.get("components") and "known_issue" not in result:
                     result.update(components.derive_imported(job["model_type"], result, job["components"]))
                 if "known_issue" in result:
