@@ -1080,11 +1080,17 @@ def _error_line(error: BaseException) -> str:
 DEFAULT_TOLERANCE = {"abs": 1e-4, "rel": 1e-3}
 
 
+class OtherShapeFailure(RuntimeError):
+    """The graph passed onnxruntime against PyTorch on the export shape and failed on another:
+    the exporter baked that shape in (a size, a split, a loop count)."""
+
+
 def verify_with_onnxruntime(folder: Path, shapes: int, tolerance: dict) -> None:
     """Runs the exported graph with onnxruntime's CPU provider on every shape and compares it
     with the PyTorch reference as the Rust checks do (|got - expected| <= abs + rel * |expected|).
     A graph that fails here never becomes a fixture: the error is the architecture's known issue,
-    recorded by `gen import`, instead of a cell that fails in every test run."""
+    recorded by `gen import`, instead of a cell that fails in every test run. A failure past
+    the export shape is an `OtherShapeFailure` (export_onnx may keep that graph)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -1098,6 +1104,7 @@ def verify_with_onnxruntime(folder: Path, shapes: int, tolerance: dict) -> None:
     graph_inputs = {i.name for i in session.get_inputs()}
     for index in range(shapes):
         suffix = "" if index == 0 else str(index + 1)
+        failure = RuntimeError if index == 0 else OtherShapeFailure
         # Only the graph's inputs, as the cells feed them: the legacy exporter drops an input
         # the traced model never read (the references show whether it mattered).
         feeds = {p.stem: np.load(p) for p in sorted((folder / f"inputs{suffix}").glob("*.npy")) if p.stem in graph_inputs}
@@ -1105,12 +1112,12 @@ def verify_with_onnxruntime(folder: Path, shapes: int, tolerance: dict) -> None:
         try:
             got = dict(zip(names, session.run(names, feeds)))
         except Exception as error:  # noqa: BLE001
-            raise RuntimeError(f"onnxruntime fails on shape {index + 1}: {_error_line(error)}") from None
+            raise failure(f"onnxruntime fails on shape {index + 1}: {_error_line(error)}") from None
         for path in sorted((folder / f"outputs{suffix}").glob("*.npy")):
             expected = np.load(path)
             actual = got.get(path.stem)
             if actual is None or actual.shape != expected.shape:
-                raise RuntimeError(f"onnxruntime gives output {path.stem} shape {None if actual is None else list(actual.shape)} "
+                raise failure(f"onnxruntime gives output {path.stem} shape {None if actual is None else list(actual.shape)} "
                                    f"on shape {index + 1}, the reference has {list(expected.shape)}")
             if expected.dtype.kind == "f":
                 bound = tolerance["abs"] + tolerance["rel"] * np.abs(expected)
@@ -1120,7 +1127,7 @@ def verify_with_onnxruntime(folder: Path, shapes: int, tolerance: dict) -> None:
                 bad = actual != expected
             if bad.any():
                 worst = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
-                raise RuntimeError(f"onnxruntime output {path.stem} differs from PyTorch on shape {index + 1}: "
+                raise failure(f"onnxruntime output {path.stem} differs from PyTorch on shape {index + 1}: "
                                    f"{int(bad.sum())} of {expected.size} elements outside abs {tolerance['abs']} + rel "
                                    f"{tolerance['rel']} (max abs error {float(np.nanmax(worst)):.3e})")
 
@@ -1365,10 +1372,18 @@ def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, s
     diffusers' transformers). So dynamo traces on the second shape's inputs first
     (`second_example`, absent when fixed inputs tie the graph to the export shape), and on the
     export shape's only when that fails. Tracing the export shape first paid for two dynamo
-    exports (5 to 20 s each here) in 33 of the 87 fixtures dynamo made."""
+    exports (5 to 20 s each here) in 33 of the 87 fixtures dynamo made.
+
+    Where no attempt's graph passes every shape, the first whose graph passed the export shape
+    and failed another is the fixture, with that failure as its `export_shape_only`: the graph
+    users of that exporter would get, which runs at the export shape and has the other baked
+    in. Its cells run for real, and each platform's dynamic_shapes check fails on the second
+    shape with the engine's own error, where an export failure would have left the model no
+    cell at all (the errors of the attempts after it stay beside those before it)."""
     import patches
 
     errors, used, has_experts = {}, set(), bool(expert_modules(wrapper))
+    kept, export_shape_only = path.with_name(f"{path.stem}.export-shape-only.onnx"), None
     for attempt in recipe(spec, second_example):
         if not worth_trying(attempt, errors, used, has_experts):
             continue
@@ -1380,11 +1395,19 @@ def export_onnx(wrapper, example, input_names, output_names, axes, path: Path, s
             finally:
                 if attempt.patched:
                     used |= patches.used()
+            made = {"name": attempt.name, "opset": attempt.opset, **({"patches": sorted(used)} if attempt.patched else {})}
             verify()
-            return {"name": attempt.name, "opset": attempt.opset, **({"patches": sorted(used)} if attempt.patched else {})}, errors
+            kept.unlink(missing_ok=True)
+            return made, errors
         except Exception as error:  # noqa: BLE001 - every exporter error is reported, none swallowed
             errors[attempt.name] = _error_line(error)
+            if isinstance(error, OtherShapeFailure) and export_shape_only is None:
+                path.replace(kept)
+                export_shape_only = {**made, "export_shape_only": errors[attempt.name]}
             path.unlink(missing_ok=True)
+    if export_shape_only is not None:
+        kept.replace(path)
+        return export_shape_only, {k: v for k, v in errors.items() if k != export_shape_only["name"]}
     raise RuntimeError("; ".join(f"{k} exporter: {v}" for k, v in errors.items()))
 
 

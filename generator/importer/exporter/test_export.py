@@ -216,6 +216,43 @@ class RecipeTest(unittest.TestCase):
         self.assertTrue(all(export.worth_trying(a, {"legacy": "x"}, set(), True) for a in batched))
 
 
+class BakedLength(torch.nn.Module):
+    """Scales by its input's length read as a Python int: every exporter bakes the length in.
+    Its forward takes *args, as export.NamedOutputs's does."""
+
+    def forward(self, *args):
+        return args[0] * int(args[0].shape[1])
+
+
+class ExportShapeOnlyTest(unittest.TestCase):
+    def test_a_graph_that_passed_only_the_export_shape_is_kept_with_its_failure(self):
+        """No attempt passes both shapes: the first graph that passed the export shape is the
+        fixture, its second-shape failure recorded; a graph that failed the export shape (dynamo
+        traced on the second one) is never kept."""
+        import warnings
+
+        model = BakedLength().eval()
+        shapes = [torch.randn(1, 3, generator=torch.Generator().manual_seed(0)), torch.randn(2, 5, generator=torch.Generator().manual_seed(1))]
+        with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tmp = Path(tmp)
+            for suffix, x in zip(("", "2"), shapes):
+                export.save_npy_dir(tmp / f"inputs{suffix}", {"x": x})
+                export.save_npy_dir(tmp / f"outputs{suffix}", {"y": model(x)})
+            made, errors = export.export_onnx(
+                model, (shapes[0],), ["x"], ["y"], {"x": {0: "batch", 1: "sequence"}, "y": {0: "batch", 1: "sequence"}},
+                # Dynamo traced on the second shape first: its graph fails the export shape.
+                tmp / "model.onnx", {"export": {"attempt": "dynamo on shape 2"}}, lambda: export.verify_with_onnxruntime(tmp, 2, export.DEFAULT_TOLERANCE),
+                second_example=(shapes[1],))
+            self.assertEqual(made["name"], "legacy")
+            self.assertIn("differs from PyTorch on shape 2", made["export_shape_only"])
+            self.assertNotIn("legacy", errors)
+            self.assertIn("on shape 1", errors["dynamo on shape 2"])
+            self.assertEqual(sorted(p.name for p in tmp.glob("*.onnx")), ["model.onnx"])
+            export.verify_with_onnxruntime(tmp, 1, export.DEFAULT_TOLERANCE)  # the kept graph passes the export shape
+            with self.assertRaises(export.OtherShapeFailure):
+                export.verify_with_onnxruntime(tmp, 2, export.DEFAULT_TOLERANCE)
+
 class BatchedExpertsTest(unittest.TestCase):
     def test_batched_experts_compute_what_the_eager_loop_does_and_are_restored(self):
         """The batched-experts attempts export transformers' `batched_mm` experts; the graph is
