@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pe_audio_video_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/pe_audio_video_encoder.yaml",
-    spec_digest: "4a10d76e37d1d81f57c7321544efaf4dcb24f77251af6c4c1087437089c25d76",
+    spec_digest: "62ec00082a05affe86b35af98bcffbd1ec0e9c6a5a63a37e41d37928cc83b4a0",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen3_asr_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/qwen3_asr_encoder.yaml",
-    spec_digest: "c9523755eb4b7856f3e2b7e98ad39975352408bde52a87a2a35c10c419008bed",
+    spec_digest: "1bcab0b252c03807e51105b85b035ebf365f60f17b6c3644efadbb0bc90c5a55",
     inputs: &[
         runtime::TensorDecl {
             name: "input_features",

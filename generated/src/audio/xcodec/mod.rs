@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "xcodec",
     category: "audio",
     spec_path: "model-specs/models/audio/xcodec.yaml",
-    spec_digest: "8e870fd411e2282890557f8a2147da68c8c224cfd36b50b66cfba53983cdc70d",
+    spec_digest: "16743f58c126d2c7bded0822adfcb591cc1bf02aee9b0c0d6b2c7b4d350ab6f8",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",

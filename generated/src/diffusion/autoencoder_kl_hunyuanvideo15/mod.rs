@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_hunyuanvideo15",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_hunyuanvideo15.yaml",
-    spec_digest: "afb2073d6129993c530cce88621a0b44dce193cc3f043d478d5d777705db194a",
+    spec_digest: "a134788ba5ee7de6b27471381eb2b0407e89ad1adfd2e964ce997b38410d591a",
     inputs: &[
         runtime::TensorDecl {
             name: "sample",

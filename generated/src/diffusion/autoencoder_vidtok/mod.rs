@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_vidtok",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_vidtok.yaml",
-    spec_digest: "d674e161a76c971d9f6763c34440a8b76b466969c99e211a9a80c282614ecc5d",
+    spec_digest: "8aa0b67f5ee309719e9bb875000523e7b8d43a6e104d5671c8061f749cda8d6e",
     inputs: &[
         runtime::TensorDecl {
             name: "sample",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_allegro",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_allegro.yaml",
-    spec_digest: "c1168cf4706557a443b35c07a24afddf3ddecaf3cb758bd5ec72f7f53d01b8d6",
+    spec_digest: "3d0435978029f176728c906fd9317ba39d2b0d0bc6aa05b13fe29dfca004a88d",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

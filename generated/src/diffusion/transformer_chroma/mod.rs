@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_chroma",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_chroma.yaml",
-    spec_digest: "dc3c4ec5464061ceb0cabf7c6e56a1cb03c334ca1bcc14f93659fcb2d179ce9c",
+    spec_digest: "0828485dcdb24ef70e33524640e10baf8a59af83ff5ccc3b6a731135c352b39e",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

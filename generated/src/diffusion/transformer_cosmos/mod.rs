@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_cosmos",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_cosmos.yaml",
-    spec_digest: "1f3f64c0cf9c27d2af3675deea43297e53ac6fcd774335fabc6115bb419db09e",
+    spec_digest: "7a0f798fa4ba7555377804ed5af1fec757e979903cc580a9f7f792e29e81d55f",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

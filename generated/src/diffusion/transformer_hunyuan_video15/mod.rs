@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_hunyuan_video15",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_hunyuan_video15.yaml",
-    spec_digest: "c115013eb1a344efef0319c1ca688bdd005e5b99fa98cadaf648019f794af3fd",
+    spec_digest: "0be6cc6760a74c66c1f533850b1d93160ef479e84d1dd3a9667c1401730c770e",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_hunyuan_video_framepack",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_hunyuan_video_framepack.yaml",
-    spec_digest: "e0d58a59dbd3beb31355df05a7fd5a89b48db36364da0ae0e61e255981c701b8",
+    spec_digest: "270bcecb3d1b57fe2b01351c036869a9e8e2ef8c7063bc0a2899dd26abb3dba7",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

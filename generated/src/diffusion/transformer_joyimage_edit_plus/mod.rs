@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_joyimage_edit_plus",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_joyimage_edit_plus.yaml",
-    spec_digest: "b75f9ea91d9fa5e06ad63c5ad7b897670f1936e995296f5f7804332be2cc036d",
+    spec_digest: "854916beaa0448fd39a95f3663449a4460fe601394fda71934a94516480bb6ba",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

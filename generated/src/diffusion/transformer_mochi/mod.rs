@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_mochi",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_mochi.yaml",
-    spec_digest: "db607e1b3ea18e3d733cd7aa48e5077d8a8542ff78e50c26c93d54cac2d8f74b",
+    spec_digest: "5a98028072d37f1e16b2528ec91f1fc051e6d28931b13cc2536f8dac76203794",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

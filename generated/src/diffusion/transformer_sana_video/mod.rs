@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_sana_video",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_sana_video.yaml",
-    spec_digest: "75b8b4d1be8f2a808cb841225e09c87d07dd789f6b37bda860aefcb915601672",
+    spec_digest: "f6a6dcb01e7d30a349f5b2264fece8cf05069719f96de1bfc8f6f55a1f056bef",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "modernvbert",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/modernvbert.yaml",
-    spec_digest: "8ae6af46003744e64c6c4b50f831eba8102714b09e9b9c4609c38a184c93abb8",
+    spec_digest: "15e81643f09770853cb1f2fb5da4b8b2f550bda0046d871ef51386b1a3c83988",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "omdet-turbo",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/omdet-turbo.yaml",
-    spec_digest: "fc78acc120a74c8005707f5207035224cb2850c7fdee258ceacd1944897da47d",
+    spec_digest: "d53718fb66c2bf3e0612536f1a5ab955543cd4ee3fbf9e032ad4c95a6b90a43c",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pe_audio_video",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/pe_audio_video.yaml",
-    spec_digest: "f1e6b7dd1982c03f44819b3f3a0c8770cf90042eb3159ccbfdfabb877fb084d6",
+    spec_digest: "f6cd4d09836d8a0bdde5f9c9060efd3d440bdf1e2636e5c071ac67c4e71fb45b",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

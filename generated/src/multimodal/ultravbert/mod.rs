@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "ultravbert",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/ultravbert.yaml",
-    spec_digest: "4863b75baeaa957d1677113d3a7f3c7edcf87c59616ed5bb592b3a5d78cfd2fc",
+    spec_digest: "29548f457d1e8a0998c74b794c948e48adb2b3ea68824129af4313636dd14aab",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "fastspeech2_conformer",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/fastspeech2_conformer.yaml",
-    spec_digest: "3dd18c4b9a4e1b1dde19e9f2bfe60a01e368ddd3428611bcbe4dc90129288052",
+    spec_digest: "2787e37bdcae5964853a08362bcfcea79ea345352468524c8424532a46703025",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

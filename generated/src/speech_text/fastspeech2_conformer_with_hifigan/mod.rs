@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "fastspeech2_conformer_with_hifigan",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/fastspeech2_conformer_with_hifigan.yaml",
-    spec_digest: "955eb97e93c72917740f1e2a2e3040bf27c03fc0f4ed4b09393f323ab423af57",
+    spec_digest: "17726808dee366ce2a544603062c67309ffb5fe865a35fa1058605cc2d207efb",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cpmant",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/cpmant.yaml",
-    spec_digest: "f6c7ac8a6ba0144d2a1e8e6bf86838142ad9fd00c1eb4978ba0e50fe709c41f6",
+    spec_digest: "4f697a04314760c340b2aed1bc9cf8d9169cac90e4a7232463cda0ad4078c6aa",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -45,7 +45,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "541712b1fa4599d9c7da3160ae68763b10e02bfacfe3ac17e71fc00a91d6e475",
+    spec_digest: "727881703189b7f3d5434e94fee5a6805a97ffe5e9e7a7bf2e4e874bbbd2675a",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "dbrx",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/dbrx.yaml",
-    spec_digest: "3050f619878ac43b535266a211a8b80806892f6289b941f55d614332130fd36f",
+    spec_digest: "a1923ea2f50aa288353665665b7767644dbf41dcc41f322184c53582e0bc9b91",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "eb055cad91859bc64bf13111948c0ac50bf23b420a68cfed0e0d9568b977bc57",
+    spec_digest: "5a7a7444750a10dceebd5677a2014269269b4c43b560d0e641a973d7e54f2f81",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

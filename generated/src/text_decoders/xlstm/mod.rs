@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "xlstm",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/xlstm.yaml",
-    spec_digest: "08c00cb416c06525e04042c455f7d935a9b933ba63ff08ad2be0c5a2525a9388",
+    spec_digest: "b85a22e06ffb1704a9f5244ce6a31821dcb4e5df31de75721b2d98258841ec29",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -45,6 +45,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "825fde2da529e27e22643b2d0686772002f916df05645b89e014f3d5de52d88d",
+    spec_digest: "9a314f74c3609020bab62057efbc825324facf18d111923d4ce0c99d14619134",
     cache: &[],
 };

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "funnel",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/funnel.yaml",
-    spec_digest: "1fc95fd3b3d4a4afd4419837727e409c4730f332d0c167a40d86243435eb2b05",
+    spec_digest: "e1ba0f81689b468ed4ffc2f1aa547d288b5e236e0a4fec22bdbbcaa652ea36ad",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

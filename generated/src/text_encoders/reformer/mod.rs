@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "reformer",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/reformer.yaml",
-    spec_digest: "65cfde83f42d113733bf263ca071c78d580a848275b41f281f26fc41247a3a22",
+    spec_digest: "ba3876a70b1ba0a3fa28e2dd19d8108a5d97ee1374d0daf26ab7ca3c0ff0e44d",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

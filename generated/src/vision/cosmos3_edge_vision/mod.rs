@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cosmos3_edge_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/cosmos3_edge_vision.yaml",
-    spec_digest: "3a9a34917e1963866119571b14906188c9f7873f39b2e0614b533cb15281a5d4",
+    spec_digest: "d3ce8c0e4392e1fc192bdaf7633353e77423ab1e5cfe15df9a9c9bf9af038bf3",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

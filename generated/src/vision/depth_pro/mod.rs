@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "depth_pro",
     category: "vision",
     spec_path: "model-specs/models/vision/depth_pro.yaml",
-    spec_digest: "a4e91372910fbb318929c397c31755b7030b46eac58c87ab8b9d773c49dd9c3b",
+    spec_digest: "4957d435a07f877b96df2871454b9948a5f1b47f589f0ab146a19d622f864a32",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm_image_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/glm_image_vision.yaml",
-    spec_digest: "73c3f2efac195563a1829ab247c601e36651ea0c1c484976179b68dbd3bf0457",
+    spec_digest: "f3b98fb56e26a46633393edd45772cffc10dfe6ddb080038d124d0ff080046d8",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

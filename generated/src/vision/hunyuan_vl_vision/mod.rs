@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hunyuan_vl_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/hunyuan_vl_vision.yaml",
-    spec_digest: "c032ebb55c6c8e940556c87281fda52fd6c4f93a0d54afe6170d7fea1ccb1cca",
+    spec_digest: "4c50ab2f1edeb007c516a64bfb70f1058557897acee519862ff37a669b070910",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "inkling2_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/inkling2_vision.yaml",
-    spec_digest: "4c80acc20141cfa7808f5613c7628924827a54e835a1df6bb523938720519784",
+    spec_digest: "cd7cf3cea9b7091a4d93fa55fdb1005d2ca32112854cd0a09cc05d486d946151",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minicpm_ocr_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/minicpm_ocr_vision.yaml",
-    spec_digest: "869616cd7508fcd56fad75907bba79572b79f73bac28f9e97cbe21e3a883ed92",
+    spec_digest: "9ceb33c1fdcaa6ee270c9bc2b1a07d8122a63eba578414abc74b7f597b1a90d6",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

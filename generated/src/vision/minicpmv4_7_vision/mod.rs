@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minicpmv4_7_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/minicpmv4_7_vision.yaml",
-    spec_digest: "41adabd17bf7af8d674449c0bc24c98397a35fbb84bfc2a8ffebd99a49013c1b",
+    spec_digest: "a2bd69baeb889981865a6cf5197d37fa300b62500b639e5ac7908a79a6827213",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

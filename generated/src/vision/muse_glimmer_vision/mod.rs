@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "muse_glimmer_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/muse_glimmer_vision.yaml",
-    spec_digest: "f1903efb5e9794c07b51811330a8c3c3f9ca961014856ae3a413bf4406b6afb3",
+    spec_digest: "799692a5a7e959542920c3a30765045f2194f44c8298ded153c58ccbde5ae53c",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

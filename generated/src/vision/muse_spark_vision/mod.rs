@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "muse_spark_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/muse_spark_vision.yaml",
-    spec_digest: "f0931bfdff2e245ba37570f347e18001b6d6dcfdeb8e959349f0b14f844301b3",
+    spec_digest: "7bebb1d13dc6087d49fa989574a1dc15e24aa2d1dccfe20b3a10a2b9d8dede64",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

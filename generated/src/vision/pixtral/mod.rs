@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pixtral",
     category: "vision",
     spec_path: "model-specs/models/vision/pixtral.yaml",
-    spec_digest: "33d43123570b04b4a96ebc35b7cd40cdb35f06e7b3947ad4f6a3713720dfad11",
+    spec_digest: "3576c173852d1e3dc49f9c4477c97db1a5107f0bca12a9624e3c2268b8a52156",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "video_llama_3_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/video_llama_3_vision.yaml",
-    spec_digest: "a38be7a6d9a8b68b8dbc9d5587ddd5350d44db1cddadfe8b13e126005eca1d3c",
+    spec_digest: "fbffd0dd8422f8cfb02e5c86fe05b6e4da90eb7efe6aa75ac70958e4f85197ae",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cosmos3_edge",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/cosmos3_edge.yaml",
-    spec_digest: "d205b4ff62ea4b353095a4f808d29cb68a7618c11418403e7750cd09f3d997e6",
+    spec_digest: "a6d8366dbc6616fba1d439ebe2b810f11a5010df31fb5e86b77cec5413d9a4a5",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -65,7 +65,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "ecbb3256521c267deb4118a36acaaa5a53ac174595d8db84f1fe226f5cc444aa",
+    spec_digest: "9a37999c39ea34337ecc8f0a546c497560a56197c13dc694db0bd19487fc682a",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "granite_docling",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/granite_docling.yaml",
-    spec_digest: "9ab98700e4d26c99611c74abd23204a83885c9d7e223a508f0d2dddfa94ba818",
+    spec_digest: "f920d0b917af1684003b363971a547e257fb14cd890da149b1d4f2403c609879",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -65,7 +65,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "de0e39d8c085dc6e8ce5e64474da92f9395a49d816cbc7c314ee79bd4e547a1a",
+    spec_digest: "601724c63b0f66fb32babb2907b0f2904d201d200c9185195cc578a36f996110",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "kimi_k25",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/kimi_k25.yaml",
-    spec_digest: "d6d6ab286d8e9710f881f5c966da9f5b1d9a24db57a2237bf3198fa49666b008",
+    spec_digest: "3a285e328a07ab88438720ea8111ab3d0c76aa69f63be6543357ba804227e1ef",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -60,7 +60,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "e8e08890f4b1a98a8e7e7713be9b4ade169a7b2ea9fcd58ccb9483b0819a0797",
+    spec_digest: "ceb565e8890b6a00b2f365e0aa6c3ed32ac8489a5fe951e5be4b903040970529",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen2_5_omni_thinker",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/qwen2_5_omni_thinker.yaml",
-    spec_digest: "b2e8923f95e0098080ace29a833652de953e041d3acbd234bdef7ddaf352930e",
+    spec_digest: "085d6482ec89d261419f4a8827fbc6be478053bfe178dcfc7017430264d3c438",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -60,7 +60,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "862442402731469ff59ad3f5b8bc6c76e44cea2aea5d73a8ffaa4eb30fbab11f",
+    spec_digest: "92bd309da61362070934afe95b68867e511c6526702e769404998bea2ab33041",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",
