@@ -1269,12 +1269,17 @@ def recipe(spec: dict, second_example) -> list[Attempt]:
     attempt that made the model's last fixture (`export.attempt`, which gen import records)
     goes first, the others after it in order; except draft export, which stays last: it runs
     the model on real tensors beside the fake ones (mimi's took 150 s, a tenth of a cold export),
-    so a patch that lets an earlier attempt through gets its chance first."""
+    so a patch that lets an earlier attempt through gets its chance first. Where that attempt's
+    graph runs at the export shape only (`export.shape_only`), it is the only one."""
     choice = spec["export"].get("exporter", "auto")
     attempts = [a for a in RECIPE
                 if (choice == "auto" or a.dynamo == (choice == "dynamo"))
                 and not (a.on_second_shape and not a.patched and second_example is None)]
     first = [a for a in attempts if a.name == spec["export"].get("attempt") and not a.draft]
+    if spec["export"].get("shape_only"):
+        # That attempt's graph runs at the export shape only, and none of the others passed
+        # both shapes when gen import recorded it: they would fail again on every export.
+        return [a for a in RECIPE if a.name == spec["export"]["attempt"]]
     return first + [a for a in attempts if a not in first]
 
 

@@ -201,6 +201,8 @@ class RecipeTest(unittest.TestCase):
         self.assertEqual(sorted(hinted), sorted(self.names({})))
         # Draft export stays last even where it made the last fixture: it is the slowest.
         self.assertEqual(self.names({"attempt": "dynamo draft export, patched"}), self.names({}))
+        # A graph that runs at the export shape only, where no other attempt passed both: alone.
+        self.assertEqual(self.names({"attempt": "legacy at opset 18, patched", "shape_only": True}), ["legacy at opset 18, patched"])
 
     def test_late_attempts_only_where_they_can_get_further(self):
         draft = next(a for a in export.RECIPE if a.draft)

@@ -323,7 +323,10 @@ impl Import<'_> {
             }
             let mut imported = to_imported(&value, version)?;
             // The attempt that made the last fixture: the trial export starts from it.
-            imported.export_attempt = texts.get(&model_type).and_then(|t| previous_attempt(t));
+            (imported.export_attempt, imported.export_shape_only) = texts
+                .get(&model_type)
+                .and_then(|t| previous_attempt(t))
+                .unwrap_or_default();
             let path = existing.get(&model_type).cloned();
             let curated = match (&path, texts.get(&model_type)) {
                 (Some(_), Some(text)) => curated_part(text),
@@ -527,10 +530,11 @@ impl Import<'_> {
                     ..error.failure_at(Stage::Export)
                 });
             }
-            draft.imported.export_attempt = match &draft.failure {
-                Some(_) => None,
-                None => self.attempt_of_fixture(&draft)?,
-            };
+            (draft.imported.export_attempt, draft.imported.export_shape_only) =
+                match &draft.failure {
+                    Some(_) => (None, false),
+                    None => self.attempt_of_fixture(&draft)?,
+                };
             if draft.failure.is_some() {
                 written.known += 1;
             }
@@ -547,10 +551,11 @@ impl Import<'_> {
     /// The recipe's attempt that made the draft's fixture, where attempts before it failed
     /// or it is the one the draft already starts from (meta.json's `exporter`); None where the
     /// recipe's first attempt made it, or no fixture of this draft's key exists (a known issue
-    /// a person wrote skips the export).
-    fn attempt_of_fixture(&self, draft: &Draft) -> Result<Option<String>, String> {
+    /// a person wrote skips the export). With it, whether its graph runs at the export shape
+    /// only (`exporter.export_shape_only`).
+    fn attempt_of_fixture(&self, draft: &Draft) -> Result<(Option<String>, bool), String> {
         let Some(model) = draft.loaded(&self.defaults)? else {
-            return Ok(None);
+            return Ok((None, false));
         };
         let meta = self
             .options
@@ -561,19 +566,23 @@ impl Import<'_> {
             .ok()
             .and_then(|t| serde_json::from_str::<Value>(&t).ok())
         else {
-            return Ok(None);
+            return Ok((None, false));
         };
         let exporter = &meta["exporter"];
         let Some(made_by) = exporter["name"].as_str() else {
-            return Ok(None);
+            return Ok((None, false));
         };
         let others_failed = exporter["fallback_errors"]
             .as_object()
             .is_some_and(|errors| !errors.is_empty());
+        let shape_only = exporter["export_shape_only"].is_string();
         // A fixture made by the attempt the draft starts from has no failed attempts before it.
         let started_there = draft.imported.export_attempt.as_deref() == Some(made_by);
         let current = meta["cache_key"].as_str() == Some(model.fixture_key().as_str());
-        Ok((current && (others_failed || started_there)).then(|| made_by.to_string()))
+        if !current || !(others_failed || started_there || shape_only) {
+            return Ok((None, false));
+        }
+        Ok((Some(made_by.to_string()), shape_only))
     }
 
     /// The pipeline's outcome into the evidence store: a failure with this
@@ -619,12 +628,11 @@ impl Import<'_> {
     }
 }
 
-/// The `export_attempt` an existing spec's imported block holds.
-fn previous_attempt(text: &str) -> Option<String> {
-    serde_yaml::from_str::<SpecFile>(text)
-        .ok()?
-        .imported?
-        .export_attempt
+/// The `export_attempt` an existing spec's imported block holds, and its
+/// `export_shape_only`.
+fn previous_attempt(text: &str) -> Option<(Option<String>, bool)> {
+    let imported = serde_yaml::from_str::<SpecFile>(text).ok()?.imported?;
+    Some((imported.export_attempt, imported.export_shape_only))
 }
 
 /// Writes a draft's spec file where its category puts it (moving it when its

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pe_audio_video_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/pe_audio_video_encoder.yaml",
-    spec_digest: "62ec00082a05affe86b35af98bcffbd1ec0e9c6a5a63a37e41d37928cc83b4a0",
+    spec_digest: "a7d81f072c3bb78992affa5b556fccb27d0b787f2756bd36dc9fa255169b8620",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",

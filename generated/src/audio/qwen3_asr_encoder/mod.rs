@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen3_asr_encoder",
     category: "audio",
     spec_path: "model-specs/models/audio/qwen3_asr_encoder.yaml",
-    spec_digest: "1bcab0b252c03807e51105b85b035ebf365f60f17b6c3644efadbb0bc90c5a55",
+    spec_digest: "a15cbda1c2fe1f1ac182eaa3446435b2f588daa4a8571ac31aac3b5b390fc8a4",
     inputs: &[
         runtime::TensorDecl {
             name: "input_features",

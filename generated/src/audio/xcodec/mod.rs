@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "xcodec",
     category: "audio",
     spec_path: "model-specs/models/audio/xcodec.yaml",
-    spec_digest: "16743f58c126d2c7bded0822adfcb591cc1bf02aee9b0c0d6b2c7b4d350ab6f8",
+    spec_digest: "5ede68c019b8886cadbbb7d9f3c1085a4b2b3aba1bc65e2f85bcf0eae7cd15bb",
     inputs: &[
         runtime::TensorDecl {
             name: "input_values",

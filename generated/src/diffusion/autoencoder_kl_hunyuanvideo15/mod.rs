@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_kl_hunyuanvideo15",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_kl_hunyuanvideo15.yaml",
-    spec_digest: "a134788ba5ee7de6b27471381eb2b0407e89ad1adfd2e964ce997b38410d591a",
+    spec_digest: "61cd6b1fa33d1dba036a1271fde26c308903499509a1692140b545f32e3e2c0f",
     inputs: &[
         runtime::TensorDecl {
             name: "sample",

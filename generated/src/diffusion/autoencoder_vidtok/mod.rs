@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "autoencoder_vidtok",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/autoencoder_vidtok.yaml",
-    spec_digest: "8aa0b67f5ee309719e9bb875000523e7b8d43a6e104d5671c8061f749cda8d6e",
+    spec_digest: "cd1e253de741e3a94a7ece1514363e69b4f9f7b61089c9d3008435bf703b4533",
     inputs: &[
         runtime::TensorDecl {
             name: "sample",

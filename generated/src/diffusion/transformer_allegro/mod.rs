@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_allegro",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_allegro.yaml",
-    spec_digest: "3d0435978029f176728c906fd9317ba39d2b0d0bc6aa05b13fe29dfca004a88d",
+    spec_digest: "7488dab55f65448f42efd1e11978ee983d6f370b61c82198641af1cb8e187814",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

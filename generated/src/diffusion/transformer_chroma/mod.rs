@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_chroma",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_chroma.yaml",
-    spec_digest: "0828485dcdb24ef70e33524640e10baf8a59af83ff5ccc3b6a731135c352b39e",
+    spec_digest: "2d35efe2d0a374d9ce8ad888772b34cbd7e7ea0a6b9dd58b2fd56f5dadde11f6",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_cosmos",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_cosmos.yaml",
-    spec_digest: "7a0f798fa4ba7555377804ed5af1fec757e979903cc580a9f7f792e29e81d55f",
+    spec_digest: "29b683b42d879b561c5ea7da9fe247b541a6e799ba58b5bda9ed1ec309fd18d1",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

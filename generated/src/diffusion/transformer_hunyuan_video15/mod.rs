@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_hunyuan_video15",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_hunyuan_video15.yaml",
-    spec_digest: "0be6cc6760a74c66c1f533850b1d93160ef479e84d1dd3a9667c1401730c770e",
+    spec_digest: "7165ca2a52eee8036417776fb89309ab32922e3b9372a6b2472818e95899131f",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_hunyuan_video_framepack",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_hunyuan_video_framepack.yaml",
-    spec_digest: "270bcecb3d1b57fe2b01351c036869a9e8e2ef8c7063bc0a2899dd26abb3dba7",
+    spec_digest: "beef56a1d13a34241f8aa43e40c33c9ac0e70e3de748bc1d86b09d6e73c3c950",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

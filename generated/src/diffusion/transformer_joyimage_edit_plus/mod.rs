@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_joyimage_edit_plus",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_joyimage_edit_plus.yaml",
-    spec_digest: "854916beaa0448fd39a95f3663449a4460fe601394fda71934a94516480bb6ba",
+    spec_digest: "b8377d44343ce5c8ec2704f2fe088692f44e5da49e84e0e0bfeac5b59276624a",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_mochi",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_mochi.yaml",
-    spec_digest: "5a98028072d37f1e16b2528ec91f1fc051e6d28931b13cc2536f8dac76203794",
+    spec_digest: "cbd184dfaafdc346d80a9296975eff3338cd3155c8e6ed26b1b258115c675d54",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_sana_video",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_sana_video.yaml",
-    spec_digest: "f6a6dcb01e7d30a349f5b2264fece8cf05069719f96de1bfc8f6f55a1f056bef",
+    spec_digest: "10751e06c5a5ab5e08a44f2e46e3848afb45155a6cd595b295338658d013ea83",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "modernvbert",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/modernvbert.yaml",
-    spec_digest: "15e81643f09770853cb1f2fb5da4b8b2f550bda0046d871ef51386b1a3c83988",
+    spec_digest: "515c3b50d02a712d5956ceac26f8ac71922192c0b12733854e04ad25da354c4b",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "omdet-turbo",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/omdet-turbo.yaml",
-    spec_digest: "d53718fb66c2bf3e0612536f1a5ab955543cd4ee3fbf9e032ad4c95a6b90a43c",
+    spec_digest: "052d6541f2a5623e66c312f5bddd92360b390385e0146461628c4ba3da1443b1",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pe_audio_video",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/pe_audio_video.yaml",
-    spec_digest: "f6cd4d09836d8a0bdde5f9c9060efd3d440bdf1e2636e5c071ac67c4e71fb45b",
+    spec_digest: "bbe411b0144d37fc4f3c7e411b8a4960507d04c70af4f97ad75a1b8ac5faa3a1",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "ultravbert",
     category: "multimodal",
     spec_path: "model-specs/models/multimodal/ultravbert.yaml",
-    spec_digest: "29548f457d1e8a0998c74b794c948e48adb2b3ea68824129af4313636dd14aab",
+    spec_digest: "09ba2856d5ac4bc59a5282c56240ecaceeadaf1645677109f74f9faffd92d416",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

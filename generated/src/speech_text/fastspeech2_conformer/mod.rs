@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "fastspeech2_conformer",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/fastspeech2_conformer.yaml",
-    spec_digest: "2787e37bdcae5964853a08362bcfcea79ea345352468524c8424532a46703025",
+    spec_digest: "c597587f0d5af6216ba9c51b53f523ebf4fb172e42669d3620eb47ee45682607",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "fastspeech2_conformer_with_hifigan",
     category: "speech_text",
     spec_path: "model-specs/models/speech_text/fastspeech2_conformer_with_hifigan.yaml",
-    spec_digest: "17726808dee366ce2a544603062c67309ffb5fe865a35fa1058605cc2d207efb",
+    spec_digest: "d466bac113cdaf185cd8ac284308b84bc35659573ff263b2decbfc3e61a0fc3e",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cpmant",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/cpmant.yaml",
-    spec_digest: "4f697a04314760c340b2aed1bc9cf8d9169cac90e4a7232463cda0ad4078c6aa",
+    spec_digest: "3d3a9bdd00ab7dd837b8605bb8a9347a659a3f064719ba25e1c32b0e37a05938",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -45,7 +45,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "727881703189b7f3d5434e94fee5a6805a97ffe5e9e7a7bf2e4e874bbbd2675a",
+    spec_digest: "fc02670ee02c76ea46c8bb75b472075328b5f8f9991e90c9d5e0ea681e5907c3",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

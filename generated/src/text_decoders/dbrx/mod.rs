@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "dbrx",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/dbrx.yaml",
-    spec_digest: "a1923ea2f50aa288353665665b7767644dbf41dcc41f322184c53582e0bc9b91",
+    spec_digest: "3ff8792eef48f8045029ed71c7c7c01ba74c573d2c4b5a0e108aa75506eeecbc",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "5a7a7444750a10dceebd5677a2014269269b4c43b560d0e641a973d7e54f2f81",
+    spec_digest: "012a8fa755490e1eb29dfebd3f25cf97ff5e32d7d507e5362bf431351f1524a5",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

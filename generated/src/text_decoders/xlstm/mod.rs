@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "xlstm",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/xlstm.yaml",
-    spec_digest: "b85a22e06ffb1704a9f5244ce6a31821dcb4e5df31de75721b2d98258841ec29",
+    spec_digest: "bd7668b30d7e7bf85c9d27dd1f60c38741e70cb7f7afd5bd528be6bf6d1c29e2",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -45,6 +45,6 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "9a314f74c3609020bab62057efbc825324facf18d111923d4ce0c99d14619134",
+    spec_digest: "7a129f7e2c971970b39f5ee5c971d6b6133276fdd0314247f510511bfdcb7f2a",
     cache: &[],
 };

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "funnel",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/funnel.yaml",
-    spec_digest: "e1ba0f81689b468ed4ffc2f1aa547d288b5e236e0a4fec22bdbbcaa652ea36ad",
+    spec_digest: "58818c0171148e9bb2652f5851c40659c611d2e3be78c62a564ab38150e1dc9a",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "reformer",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/reformer.yaml",
-    spec_digest: "ba3876a70b1ba0a3fa28e2dd19d8108a5d97ee1374d0daf26ab7ca3c0ff0e44d",
+    spec_digest: "055c2fe1ef4a90b5c05f4795488ffcf625a2eefec10cb8da7136e1c555cc7f5e",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",

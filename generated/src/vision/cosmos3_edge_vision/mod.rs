@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cosmos3_edge_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/cosmos3_edge_vision.yaml",
-    spec_digest: "d3ce8c0e4392e1fc192bdaf7633353e77423ab1e5cfe15df9a9c9bf9af038bf3",
+    spec_digest: "d6a19838ef364f39044adcb87bbca96c63070064b3ef32c340d2eb742f19ab2f",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

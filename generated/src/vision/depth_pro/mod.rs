@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "depth_pro",
     category: "vision",
     spec_path: "model-specs/models/vision/depth_pro.yaml",
-    spec_digest: "4957d435a07f877b96df2871454b9948a5f1b47f589f0ab146a19d622f864a32",
+    spec_digest: "c1160f9f29e8a586ed8e488440ca18199c08df79e2b20ae63fb28817d7072885",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "glm_image_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/glm_image_vision.yaml",
-    spec_digest: "f3b98fb56e26a46633393edd45772cffc10dfe6ddb080038d124d0ff080046d8",
+    spec_digest: "ca06f5056d1441faec6130037179365b0f0d2d9f30234542a80bfb555a5e1d70",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "hunyuan_vl_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/hunyuan_vl_vision.yaml",
-    spec_digest: "4c50ab2f1edeb007c516a64bfb70f1058557897acee519862ff37a669b070910",
+    spec_digest: "f444a11583eb105bfc65348bf23ef826cde97dee0b6df4778341d15c40756a94",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "inkling2_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/inkling2_vision.yaml",
-    spec_digest: "cd7cf3cea9b7091a4d93fa55fdb1005d2ca32112854cd0a09cc05d486d946151",
+    spec_digest: "628dee1f4554de5101b53434ffa0e7e6046e34bf66538795a640ec3051afad3c",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minicpm_ocr_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/minicpm_ocr_vision.yaml",
-    spec_digest: "9ceb33c1fdcaa6ee270c9bc2b1a07d8122a63eba578414abc74b7f597b1a90d6",
+    spec_digest: "9781da6fd025dcd6e41c134414e244c07f37cf9161512e5f4ca4a28dc51cc4aa",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

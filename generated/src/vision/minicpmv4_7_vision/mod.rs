@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "minicpmv4_7_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/minicpmv4_7_vision.yaml",
-    spec_digest: "a2bd69baeb889981865a6cf5197d37fa300b62500b639e5ac7908a79a6827213",
+    spec_digest: "caa57ea7fb68c7378b50a74f1b8fd8ed35a7916fcbd61e29b616de1bf07553ef",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

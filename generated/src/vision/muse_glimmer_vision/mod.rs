@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "muse_glimmer_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/muse_glimmer_vision.yaml",
-    spec_digest: "799692a5a7e959542920c3a30765045f2194f44c8298ded153c58ccbde5ae53c",
+    spec_digest: "1cd40e51f1b8c6a82fdb3b28159a9426f709826c81e5f9a3645c8f469b5b7f7c",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

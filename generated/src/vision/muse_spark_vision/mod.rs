@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "muse_spark_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/muse_spark_vision.yaml",
-    spec_digest: "7bebb1d13dc6087d49fa989574a1dc15e24aa2d1dccfe20b3a10a2b9d8dede64",
+    spec_digest: "8acc71f0a10712fa5b69977eae84b98f32176410db8c09d95e97b60052021db8",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "pixtral",
     category: "vision",
     spec_path: "model-specs/models/vision/pixtral.yaml",
-    spec_digest: "3576c173852d1e3dc49f9c4477c97db1a5107f0bca12a9624e3c2268b8a52156",
+    spec_digest: "d7ae6a9ec8d486e31730a17e43314ff65f506918b9dfd7a418c1374867b6c10f",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "video_llama_3_vision",
     category: "vision",
     spec_path: "model-specs/models/vision/video_llama_3_vision.yaml",
-    spec_digest: "fbffd0dd8422f8cfb02e5c86fe05b6e4da90eb7efe6aa75ac70958e4f85197ae",
+    spec_digest: "f057385bd7d284dfabe48f5484a0f7fb2ace208acc2c196854a77f23b9cde573",
     inputs: &[
         runtime::TensorDecl {
             name: "pixel_values",

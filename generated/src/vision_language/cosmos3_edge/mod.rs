@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "cosmos3_edge",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/cosmos3_edge.yaml",
-    spec_digest: "a6d8366dbc6616fba1d439ebe2b810f11a5010df31fb5e86b77cec5413d9a4a5",
+    spec_digest: "92d256ed78689f247290e572e136c21e15181ecc81c971db0dcce5327e52e7c7",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -65,7 +65,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "9a37999c39ea34337ecc8f0a546c497560a56197c13dc694db0bd19487fc682a",
+    spec_digest: "db66613adaf551608031bc891852950c0a13f45ca5c13fd71f32f6ddb486358c",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

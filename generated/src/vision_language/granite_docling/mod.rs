@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "granite_docling",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/granite_docling.yaml",
-    spec_digest: "f920d0b917af1684003b363971a547e257fb14cd890da149b1d4f2403c609879",
+    spec_digest: "46fa854e643357ff749e474bd0b3442fea941fdf6872dd8c442091b3fcdf9360",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -65,7 +65,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "601724c63b0f66fb32babb2907b0f2904d201d200c9185195cc578a36f996110",
+    spec_digest: "d1bd9e6bcdf24c14fb84ef50e39a12d63f90c81effe1ef04e714f29965f57d25",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "kimi_k25",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/kimi_k25.yaml",
-    spec_digest: "3a285e328a07ab88438720ea8111ab3d0c76aa69f63be6543357ba804227e1ef",
+    spec_digest: "ddfcca74330f55c96d6b16eb4dad398974ea281759201f90fb90f3fbb5644f48",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -60,7 +60,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "ceb565e8890b6a00b2f365e0aa6c3ed32ac8489a5fe951e5be4b903040970529",
+    spec_digest: "35cb86dd60e6ca9c0a6cc95f48d7a440e77d476ee76e19d58d4a26ea88fe2e44",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen2_5_omni_thinker",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/qwen2_5_omni_thinker.yaml",
-    spec_digest: "085d6482ec89d261419f4a8827fbc6be478053bfe178dcfc7017430264d3c438",
+    spec_digest: "d9fa1d1adfb9b6b4b8cd2b3fd425b7befa7203161b652e813c75ec4c851e559a",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -60,7 +60,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "92bd309da61362070934afe95b68867e511c6526702e769404998bea2ab33041",
+    spec_digest: "5b694bbe108a957528a726726346337ce85c1f6eb221ebdd792c225ef5480cd0",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.key",

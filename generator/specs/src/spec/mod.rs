@@ -81,6 +81,9 @@ struct ExportView<'a> {
     /// Absent unless the recipe's first attempt failed, so no other model's digest moves.
     #[serde(skip_serializing_if = "Option::is_none")]
     attempt: Option<&'a str>,
+    /// Absent unless the attempt runs at the export shape only.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    shape_only: bool,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     fixed_inputs: &'a [String],
     /// Absent unless the spec draws zero-initialized weights: no other model's digest moves.
@@ -111,6 +114,7 @@ impl LoadedModel {
                 class: &spec.export.class,
                 exporter: spec.export.exporter,
                 attempt: spec.export.attempt.as_deref(),
+                shape_only: spec.export.shape_only,
                 fixed_inputs: &spec.export.fixed_inputs,
                 drawn_weights: &spec.export.drawn_weights,
             },

@@ -151,6 +151,7 @@ pub fn resolve(
             class: class.expect("checked"),
             exporter: export_file.exporter.unwrap_or_default(),
             attempt: imp.and_then(|i| i.export_attempt.clone()),
+            shape_only: imp.is_some_and(|i| i.export_attempt.is_some() && i.export_shape_only),
             known_issue,
             known_issue_measured,
             stage,

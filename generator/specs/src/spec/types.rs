@@ -425,6 +425,12 @@ pub struct Imported {
     /// that needs the recipe's last attempts does not fail the others again on every export.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub export_attempt: Option<String>,
+    /// That attempt's graph runs at the export shape only, and no attempt of the recipe passed
+    /// both shapes when it was made: the exporter tries that attempt alone (the others failed
+    /// on every export, a third of a cold export's time). Delete it to try them all again (a
+    /// newer torch).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub export_shape_only: bool,
 }
 
 /// `export:` as written: every field optional (the class defaults to the imported one).
@@ -539,6 +545,10 @@ pub struct Export {
     /// The recipe's attempt to start from (`imported.export_attempt`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempt: Option<String>,
+    /// Only that attempt, whose graph runs at the export shape only
+    /// (`imported.export_shape_only`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub shape_only: bool,
     /// Why the architecture cannot be exported yet: a person's note
     /// (`export.known_issue`) or the pipeline's failure in the evidence store.
     #[serde(skip_serializing_if = "Option::is_none")]
