@@ -1118,7 +1118,7 @@ def verify_with_onnxruntime(folder: Path, shapes: int, tolerance: dict) -> None:
             actual = got.get(path.stem)
             if actual is None or actual.shape != expected.shape:
                 raise failure(f"onnxruntime gives output {path.stem} shape {None if actual is None else list(actual.shape)} "
-                                   f"on shape {index + 1}, the reference has {list(expected.shape)}")
+                              f"on shape {index + 1}, the reference has {list(expected.shape)}")
             if expected.dtype.kind == "f":
                 bound = tolerance["abs"] + tolerance["rel"] * np.abs(expected)
                 # Written as "not within" so that NaN on either side counts as a mismatch.
@@ -1128,8 +1128,8 @@ def verify_with_onnxruntime(folder: Path, shapes: int, tolerance: dict) -> None:
             if bad.any():
                 worst = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
                 raise failure(f"onnxruntime output {path.stem} differs from PyTorch on shape {index + 1}: "
-                                   f"{int(bad.sum())} of {expected.size} elements outside abs {tolerance['abs']} + rel "
-                                   f"{tolerance['rel']} (max abs error {float(np.nanmax(worst)):.3e})")
+                              f"{int(bad.sum())} of {expected.size} elements outside abs {tolerance['abs']} + rel "
+                              f"{tolerance['rel']} (max abs error {float(np.nanmax(worst)):.3e})")
 
 
 def tidy_dynamo_graph(path: Path, input_names, axes) -> None:
@@ -1276,10 +1276,10 @@ def recipe(spec: dict, second_example) -> list[Attempt]:
                 if (choice == "auto" or a.dynamo == (choice == "dynamo"))
                 and not (a.on_second_shape and not a.patched and second_example is None)]
     first = [a for a in attempts if a.name == spec["export"].get("attempt") and not a.draft]
-    if spec["export"].get("shape_only"):
+    if spec["export"].get("shape_only") and first:
         # That attempt's graph runs at the export shape only, and none of the others passed
         # both shapes when gen import recorded it: they would fail again on every export.
-        return [a for a in RECIPE if a.name == spec["export"]["attempt"]]
+        return first
     return first + [a for a in attempts if a not in first]
 
 
@@ -1301,10 +1301,11 @@ def worth_trying(attempt: Attempt, errors: dict, used: set, has_experts: bool) -
 
 @contextlib.contextmanager
 def dynamo_speedups():
-    """What halves a dynamo export's time here and never changes its graph (the same nodes,
+    """What shortens a dynamo export here and never changes its graph (the same nodes,
     attributes and weights; only the names torch.export numbers its values with differ:
     test_export.py). Both are where PyTorch 2.13 and onnxscript 0.7 spend the time on graphs of
-    symbolic shapes, measured on olmo_hybrid's export (38 s before, 17 s after):
+    many symbolic shapes, measured on olmo_hybrid's export (38 s before, 17 s after; a cold
+    export's dynamo attempts and generation graphs, 1,518 s of worker time, took 1,257 s):
 
     - FakeTensor's dispatch cache off: a cache hit rebuilds the output's symbolic sizes from the
       entry through sympy, which costs more than computing them again (torch.export's trace and

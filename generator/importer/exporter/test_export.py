@@ -203,6 +203,8 @@ class RecipeTest(unittest.TestCase):
         self.assertEqual(self.names({"attempt": "dynamo draft export, patched"}), self.names({}))
         # A graph that runs at the export shape only, where no other attempt passed both: alone.
         self.assertEqual(self.names({"attempt": "legacy at opset 18, patched", "shape_only": True}), ["legacy at opset 18, patched"])
+        # ... unless the recipe no longer has that attempt: then all of them.
+        self.assertEqual(self.names({"attempt": "gone", "shape_only": True}), self.names({}))
 
     def test_late_attempts_only_where_they_can_get_further(self):
         draft = next(a for a in export.RECIPE if a.draft)

@@ -530,11 +530,13 @@ impl Import<'_> {
                     ..error.failure_at(Stage::Export)
                 });
             }
-            (draft.imported.export_attempt, draft.imported.export_shape_only) =
-                match &draft.failure {
-                    Some(_) => (None, false),
-                    None => self.attempt_of_fixture(&draft)?,
-                };
+            (
+                draft.imported.export_attempt,
+                draft.imported.export_shape_only,
+            ) = match &draft.failure {
+                Some(_) => (None, false),
+                None => self.attempt_of_fixture(&draft)?,
+            };
             if draft.failure.is_some() {
                 written.known += 1;
             }
@@ -919,4 +921,29 @@ fn check(
         without_spec.len()
     );
     Ok(if problems.is_empty() { 0 } else { 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_next_import_starts_from_the_recorded_attempt() {
+        let spec = |tail: &str| {
+            format!(
+                "model_type: x\n{MARKER}\nimported:\n  from: transformers 5.23.0\n  registries: []\n  export_class: XModel\n{tail}"
+            )
+        };
+        assert_eq!(
+            previous_attempt(&spec(
+                "  export_attempt: legacy\n  export_shape_only: true\n"
+            )),
+            Some((Some("legacy".to_string()), true))
+        );
+        assert_eq!(
+            previous_attempt(&spec("  export_attempt: dynamo\n")),
+            Some((Some("dynamo".to_string()), false))
+        );
+        assert_eq!(previous_attempt(&spec("")), Some((None, false)));
+    }
 }

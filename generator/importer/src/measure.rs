@@ -517,7 +517,7 @@ impl MeasuredCell<'_> {
         if let Some(beside) = float32_beside {
             for check in CHECKS {
                 let entry = match measured.checks.get(check) {
-                    Some(record) => record.entry(),
+                    Some(record) => record.entry().map(|e| export_shape_baked(self.model, e)),
                     None => Some(no_record(platform, engine, check, beside)),
                 };
                 changes.push((key(platform, engine, check), entry));
@@ -621,6 +621,21 @@ impl MeasuredCell<'_> {
         }
         changes
     }
+}
+
+/// A failed `dynamic_shapes` check of a graph that runs at the export shape
+/// only (`export.shape_only`: no torch.onnx exporter kept the second shape)
+/// is the model's with the standard tool on every engine, as on the reference
+/// one; an error kind with an attribution of its own (an emulator's crash, an
+/// adapter without a feature) keeps it.
+fn export_shape_baked(model: &LoadedModel, mut entry: Entry) -> Entry {
+    if model.spec.export.shape_only
+        && entry.check == "dynamic_shapes"
+        && entry.attribution == Some(Attribution::Engine)
+    {
+        entry.attribution = Some(Attribution::Model);
+    }
+    entry
 }
 
 /// A model's quantization checks, recorded per scheme, each on its own.
@@ -1032,6 +1047,33 @@ mod tests {
             slice_of("bert", Platform::Qnn, EngineKind::Onnxruntime, 4),
             slice_of("bert", Platform::Qnn, EngineKind::Onnxruntime, 4)
         );
+    }
+
+    #[test]
+    fn a_graph_with_the_export_shape_baked_in_fails_dynamic_shapes_for_the_model() {
+        let specs = hwmatrix_specs::spec::load(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/specs"),
+        )
+        .expect("the test specs load");
+        let mut model = specs.models.into_iter().next().expect("a test spec");
+        let failed = |check: &str, platform, kind| {
+            let mut record = record(platform, Outcome::Failed, Some(kind), "d");
+            record.check = check.into();
+            record.entry().expect("a failure")
+        };
+        let attribution = |model: &LoadedModel, entry| export_shape_baked(model, entry).attribution;
+        let dynamic = || failed("dynamic_shapes", Platform::Openvino, ErrorKind::RunFailed);
+        assert_eq!(attribution(&model, dynamic()), Some(Attribution::Engine));
+        model.spec.export.shape_only = true;
+        assert_eq!(attribution(&model, dynamic()), Some(Attribution::Model));
+        let runs = failed("runs", Platform::Openvino, ErrorKind::RunFailed);
+        assert_eq!(attribution(&model, runs), Some(Attribution::Engine));
+        let crash = failed("dynamic_shapes", Platform::Qnn, ErrorKind::EngineExited);
+        let crash = Entry {
+            attribution: Some(Attribution::Environment),
+            ..crash
+        };
+        assert_eq!(attribution(&model, crash), Some(Attribution::Environment));
     }
 
     #[test]
