@@ -1303,42 +1303,81 @@ def worth_trying(attempt: Attempt, errors: dict, used: set, has_experts: bool) -
 def dynamo_speedups():
     """What shortens a dynamo export here and never changes its graph (the same nodes,
     attributes and weights; only the names torch.export numbers its values with differ:
-    test_export.py). Both are where PyTorch 2.13 and onnxscript 0.7 spend the time on graphs of
-    many symbolic shapes, measured on olmo_hybrid's export (38 s before, 17 s after; a cold
-    export's dynamo attempts and generation graphs, 1,518 s of worker time, took 1,257 s):
+    test_export.py). Each is where PyTorch 2.13 and onnxscript 0.7 spend time that the graph
+    does not need, measured on olmo_hybrid's export (38 s before the first two, 17 s after) and
+    autoencoder_kl_cosmos's (the last two: the optimizer 3.4 s before, 2.6 s after):
 
     - FakeTensor's dispatch cache off: a cache hit rebuilds the output's symbolic sizes from the
       entry through sympy, which costs more than computing them again (torch.export's trace and
-      its decompositions' re-trace, 27 of the 38 s, became 12 s).
-    - onnxscript's matcher of rewrite patterns with several output nodes, asked at every node,
-      indexes the whole graph by op before it tries the node against the pattern's first output
-      node: quadratic. The node is tried first (`_first_output_node_first`; the optimizer's
-      8 s became 2 s)."""
-    with torch._dynamo.config.patch(fake_tensor_cache_enabled=False), _first_output_node_first():
+      its decompositions' re-trace, 27 of olmo_hybrid's 38 s, became 12 s).
+    - onnxscript's rewriter asks every rule at every node, and a rule's matcher does its work
+      (for a pattern of several output nodes: indexing the whole graph by op, quadratic) before
+      it compares the node's op with the op of the pattern's output node, which every match
+      starts with. Rules are asked only at nodes of their own op (`_rules_tried_at_their_op`).
+    - torch.onnx builds its registry of torchlib's translations (reading the source of a
+      thousand functions) at every export: 0.25 s each. It is built once per opset and
+      copied (`_torchlib_registry_built_once`)."""
+    with torch._dynamo.config.patch(fake_tensor_cache_enabled=False), _rules_tried_at_their_op(), \
+            _torchlib_registry_built_once():
         yield
 
 
 @contextlib.contextmanager
-def _first_output_node_first():
-    """onnxscript's SimplePatternMatcher.match, for a pattern of several output nodes, answers
-    "no match" at once for a node of another op than the pattern's first output node: every
-    combination it would enumerate starts with that node, and each fails on it."""
-    from onnxscript.rewriter import _basics, _matcher
+def _rules_tried_at_their_op():
+    """onnxscript's RewriteRule.try_rewrite answers "no rewrite" at once at a node of another op
+    type than its pattern's first output node (a constant op type, matched by the default
+    SimplePatternMatcher): that matcher starts every match by comparing exactly these (the
+    pattern node's `matches`: `op.matches(node.op_type)` first), and fails. A rule with another
+    matcher or an op pattern that is not a constant, or a traced rewrite, is asked as before."""
+    from onnxscript.rewriter import _matcher, _pattern_ir, _rewrite_rule
 
-    original = _matcher.SimplePatternMatcher.match
+    original = _rewrite_rule.RewriteRule.try_rewrite
 
-    def match(self, model, graph_or_function, node, *, verbose=0, remove_nodes=True, tracer=None):
-        if not self.pattern.has_single_output_node and tracer is None:
-            first = self.pattern.output_nodes[0].op_identifier()
-            if first is not None and first != node.op_identifier():
-                return _basics.MatchResult().fail("No match found.")
-        return original(self, model, graph_or_function, node, verbose=verbose, remove_nodes=remove_nodes, tracer=tracer)
+    def op_type_of(rule) -> str | None:
+        op = rule._target_pattern.output_nodes[0].op
+        constant = isinstance(rule._matcher, _matcher.SimplePatternMatcher) and isinstance(op, _pattern_ir.StringConstantPattern)
+        return op.value() if constant else None
 
-    _matcher.SimplePatternMatcher.match = match
+    def try_rewrite(self, model, graph_or_function, node, *, verbose=None, tracer=None):
+        if tracer is None:
+            op_type = op_type_of(self)
+            if op_type is not None and op_type != node.op_type:
+                return None
+        return original(self, model, graph_or_function, node, verbose=verbose, tracer=tracer)
+
+    _rewrite_rule.RewriteRule.try_rewrite = try_rewrite
     try:
         yield
     finally:
-        _matcher.SimplePatternMatcher.match = original
+        _rewrite_rule.RewriteRule.try_rewrite = original
+
+
+_TORCHLIB_REGISTRIES: dict = {}  # by opset: torch.onnx's registry of torchlib's translations
+
+
+@contextlib.contextmanager
+def _torchlib_registry_built_once():
+    """torch.onnx's ONNXRegistry.from_torchlib, built once per opset in this process; each
+    export gets its own registry object with its own lists (the exports here register no
+    custom translation, and torch.onnx only reads the registry otherwise)."""
+    from torch.onnx._internal.exporter import _registration
+
+    original = _registration.ONNXRegistry.__dict__["from_torchlib"]
+
+    def from_torchlib(cls, opset_version=_registration._constants.TORCHLIB_OPSET):
+        built = _TORCHLIB_REGISTRIES.get((cls, opset_version))
+        if built is None:
+            built = _TORCHLIB_REGISTRIES[(cls, opset_version)] = original.__func__(cls, opset_version)
+        registry = cls()
+        registry._opset_version = built._opset_version
+        registry.functions = {target: list(metas) for target, metas in built.functions.items()}
+        return registry
+
+    _registration.ONNXRegistry.from_torchlib = classmethod(from_torchlib)
+    try:
+        yield
+    finally:
+        _registration.ONNXRegistry.from_torchlib = original
 
 
 def export_with(attempt: Attempt, wrapper, example, input_names, output_names, axes, path: Path) -> None:

@@ -387,11 +387,26 @@ class DynamoSpeedupsTest(unittest.TestCase):
         optimized = []
         for speedup in (False, True):
             model = ir.serde.deserialize_model(source)
-            with export._first_output_node_first() if speedup else contextlib.nullcontext():
+            with export._rules_tried_at_their_op() if speedup else contextlib.nullcontext():
                 onnxscript.optimizer.optimize_ir(model)
             optimized.append(onnx.load_from_string(ir.serde.serialize_model(model).SerializeToString()))
         self.assertIn("Split", [n.op_type for n in optimized[1].graph.node])
         self.assertEqual(graph_up_to_value_names(optimized[0]), graph_up_to_value_names(optimized[1]))
+
+    def test_each_export_gets_its_own_copy_of_the_registry_built_once(self):
+        """The registry of torchlib's translations is built once per opset, and an export that
+        registered a translation in its registry would not find it in the next one's."""
+        from torch.onnx._internal.exporter import _registration
+
+        fresh = _registration.ONNXRegistry.from_torchlib(opset_version=18)
+        with export._torchlib_registry_built_once():
+            first = _registration.ONNXRegistry.from_torchlib(opset_version=18)
+            first.functions.pop("aten::add.Tensor")
+            first.functions["aten::mul.Tensor"].clear()
+            second = _registration.ONNXRegistry().from_torchlib(opset_version=18)
+        self.assertEqual(second.opset_version, 18)
+        self.assertEqual({k: len(v) for k, v in second.functions.items()}, {k: len(v) for k, v in fresh.functions.items()})
+
 
 if __name__ == "__main__":
     unittest.main()
