@@ -113,11 +113,15 @@ build_test_binaries() {
 in_background "the test binaries' builds" build_test_binaries
 
 step "the platforms this run tests are usable here (gen doctor)"
-# No GPU here: webgpu's native engine (ONNX Runtime's WebGPU plugin) runs on
-# SwiftShader, the software Vulkan driver Debian's chromium ships, which the
-# plugin takes only when allowed. A GPU's own driver is left alone.
+# No GPU here: webgpu's native engine (ONNX Runtime's WebGPU plugin) runs on a
+# software Vulkan driver, which the plugin takes only when allowed: Mesa 25's
+# lavapipe (the set-up unpacks it; it has shader-f16, so the fp16 and q4f16
+# checks run), else SwiftShader, which Debian's chromium ships. Chromium's own
+# WebGPU loads its SwiftShader whatever this names. A GPU's driver is left alone.
 if [[ ! -e /dev/dri/renderD128 && ! -e /dev/nvidiactl ]]; then
-  export ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1 VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json
+  icd=/usr/lib/chromium/vk_swiftshader_icd.json
+  [[ -f "$HWMATRIX_LAVAPIPE_ICD" ]] && icd=$HWMATRIX_LAVAPIPE_ICD
+  export ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1 VK_ICD_FILENAMES=$icd
 fi
 # Dawn's Wayland probe wants it set; it finds no compositor either way.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"

@@ -24,6 +24,8 @@ export HWMATRIX_CACHE="$cache"
 checkout_key=$(pwd -P | sha256sum | cut -c1-16)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$cache/target/$checkout_key}"
 venv="$cache/venv"
+# Mesa 25's lavapipe, unpacked by the `web` part (see there): webgpu's native engine's driver.
+export HWMATRIX_LAVAPIPE_ICD="$cache/web/lavapipe/lvp_icd.json"
 requirements=generator/importer/exporter/requirements.txt
 # A caller's own step() (tests/run.sh's, which says when each step starts) is kept.
 declare -F step >/dev/null || step() { printf '\n==> %s\n' "$*"; }
@@ -91,6 +93,41 @@ if (( ${#missing[@]} )); then
   else
     echo "cannot install ${missing[*]} here (needs root and apt-get): install them; until then the webgpu and webnn cells fail saying what is missing"
   fi
+fi
+# Mesa 25's lavapipe for webgpu's native engine: Debian 12's Mesa 22.3 lavapipe is
+# rejected by Dawn and SwiftShader has no shader-f16 (so no fp16 or q4f16 check could
+# run); bookworm-backports' Mesa 25 has both (DESIGN.md). Its package is fetched through
+# an apt index of bookworm-backports kept in the cache and unpacked there, with an ICD
+# file of its own naming the driver by absolute path: the system's packages stay as
+# they are. tests/run.sh points VK_ICD_FILENAMES at it ($HWMATRIX_LAVAPIPE_ICD).
+lavapipe_dir=$(dirname "$HWMATRIX_LAVAPIPE_ICD")
+if [[ -f "$HWMATRIX_LAVAPIPE_ICD" ]]; then
+  echo "lavapipe $(cat "$lavapipe_dir/.version") up to date"
+elif [[ "$(cut -d. -f1 /etc/debian_version 2>/dev/null)" != 12 ]] || ! command -v apt-get >/dev/null || ! command -v dpkg-deb >/dev/null; then
+  echo "not Debian 12 with apt-get: no lavapipe from bookworm-backports; webgpu's native engine runs on SwiftShader, without shader-f16 (its fp16 and q4f16 checks are not tested here)"
+else
+  apt_dir="$lavapipe_dir.apt"
+  rm -rf "$lavapipe_dir" "$apt_dir" && mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial"
+  echo "deb http://deb.debian.org/debian bookworm-backports main" > "$apt_dir/sources.list"
+  apt_private=(-o Dir::Etc::sourcelist="$apt_dir/sources.list" -o Dir::Etc::sourceparts=/nonexistent
+    -o Dir::State::lists="$apt_dir/lists" -o Dir::Cache="$apt_dir" -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
+  apt-get "${apt_private[@]}" update >/dev/null
+  (cd "$apt_dir" && apt-get "${apt_private[@]}" download mesa-vulkan-drivers/bookworm-backports >/dev/null)
+  deb=$(ls "$apt_dir"/mesa-vulkan-drivers_*.deb)
+  version=$(dpkg-deb -f "$deb" Version)
+  if [[ ${version%%.*} -lt 25 ]]; then
+    echo "bookworm-backports has mesa-vulkan-drivers $version, not 25 or later: webgpu's native engine stays on SwiftShader" >&2
+  else
+    dpkg-deb -x "$deb" "$apt_dir/unpacked"
+    mkdir -p "$lavapipe_dir"
+    mv "$apt_dir/unpacked/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so" "$lavapipe_dir/"
+    sed "s|\"libvulkan_lvp.so\"|\"$lavapipe_dir/libvulkan_lvp.so\"|" \
+      "$apt_dir/unpacked/usr/share/vulkan/icd.d/lvp_icd.json" > "$HWMATRIX_LAVAPIPE_ICD.partial"
+    echo "$version" > "$lavapipe_dir/.version"
+    mv "$HWMATRIX_LAVAPIPE_ICD.partial" "$HWMATRIX_LAVAPIPE_ICD"
+    echo "lavapipe (mesa-vulkan-drivers $version) in $lavapipe_dir"
+  fi
+  rm -rf "$apt_dir"
 fi
 web_stamp="$web/.package-lock.sha256"
 web_want=$(sha256sum runtime/web/package-lock.json | cut -d' ' -f1)

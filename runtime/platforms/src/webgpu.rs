@@ -33,14 +33,21 @@ pub const ALLOW_SOFTWARE_ADAPTER: &str = "ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER";
 /// adapter Dawn accepts.
 pub const SWIFTSHADER_ICD: &str = "/usr/lib/chromium/vk_swiftshader_icd.json";
 
+/// The variable naming the ICD file of Mesa 25's lavapipe as `tests/setup.sh`
+/// unpacks it (`$HWMATRIX_CACHE/web/lavapipe/lvp_icd.json`): a software
+/// adapter with shader-f16, which `tests/run.sh` gives the native engine.
+pub const LAVAPIPE_ICD: &str = "HWMATRIX_LAVAPIPE_ICD";
+
 /// The native WebGPU engine's pieces: the plugin, the Vulkan loader Dawn
 /// opens, and a device. A GPU's Vulkan driver (`/dev/dri/renderD*`, or
 /// NVIDIA's) is a device; without one, a software adapter only where the
 /// user allowed it ([`ALLOW_SOFTWARE_ADAPTER`]) with a Vulkan driver Dawn
-/// accepts: SwiftShader (Debian's chromium ships `vk_swiftshader_icd.json`),
-/// named by `VK_ICD_FILENAMES`; Mesa's lavapipe in Debian 12 is rejected by
-/// Dawn ("shaderUniform*ArrayDynamicIndexing"). What the adapter really is,
-/// the engine reads from the plugin's device when it opens a session.
+/// accepts, named by `VK_ICD_FILENAMES`: Mesa 25's lavapipe (which has
+/// shader-f16; `tests/setup.sh web` unpacks it, [`LAVAPIPE_ICD`]), or
+/// SwiftShader (Debian's chromium ships `vk_swiftshader_icd.json`; no
+/// shader-f16). Debian 12's own lavapipe (Mesa 22.3) is rejected by Dawn
+/// ("shaderUniform*ArrayDynamicIndexing"). What the adapter really is, the
+/// engine reads from the plugin's device when it opens a session.
 pub fn native() -> Availability {
     let plugin = match crate::plugin_library(ExecutionProvider::WebGpu)
         .expect("WebGPU is a plugin provider")
@@ -62,20 +69,30 @@ pub fn native() -> Availability {
         )),
         (None, true) => match icd {
             Some(icd) if icd.is_file() => Availability::Present(format!(
-                "ONNX Runtime's WebGPU plugin {} on a software Vulkan adapter ({})",
+                "ONNX Runtime's WebGPU plugin {} on a software Vulkan adapter ({}{})",
                 plugin.display(),
-                icd.display()
+                icd.display(),
+                unpacked_version(&icd)
+                    .map(|v| format!(", mesa-vulkan-drivers {v}"))
+                    .unwrap_or_default()
             )),
             Some(icd) => Availability::Absent(format!(
                 "VK_ICD_FILENAMES names {}, which does not exist",
                 icd.display()
             )),
             None => Availability::Absent(format!(
-                "no GPU here (no /dev/dri/renderD128 or /dev/nvidiactl) and VK_ICD_FILENAMES names no software Vulkan driver: set it to SwiftShader's ({SWIFTSHADER_ICD} from Debian's chromium), as tests/run.sh does"
+                "no GPU here (no /dev/dri/renderD128 or /dev/nvidiactl) and VK_ICD_FILENAMES names no software Vulkan driver: set it to Mesa 25's lavapipe (${LAVAPIPE_ICD}, from `bash tests/setup.sh web`; it has shader-f16) or SwiftShader's ({SWIFTSHADER_ICD} from Debian's chromium; no shader-f16), as tests/run.sh does"
             )),
         },
         (None, false) => Availability::Absent(format!(
-            "no GPU here (no /dev/dri/renderD128 or /dev/nvidiactl); to run on a software adapter set {ALLOW_SOFTWARE_ADAPTER}=1 and VK_ICD_FILENAMES={SWIFTSHADER_ICD}, as tests/run.sh does"
+            "no GPU here (no /dev/dri/renderD128 or /dev/nvidiactl); to run on a software adapter set {ALLOW_SOFTWARE_ADAPTER}=1 and VK_ICD_FILENAMES to Mesa 25's lavapipe (${LAVAPIPE_ICD}, from `bash tests/setup.sh web`) or {SWIFTSHADER_ICD}, as tests/run.sh does"
         )),
     }
+}
+
+/// The package version `tests/setup.sh` wrote beside a driver it unpacked
+/// (`.version` next to lavapipe's ICD file), so that records say which Mesa ran.
+fn unpacked_version(icd: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(icd.parent()?.join(".version")).ok()?;
+    Some(text.trim().to_string()).filter(|v| !v.is_empty())
 }

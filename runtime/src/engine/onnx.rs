@@ -644,10 +644,10 @@ impl super::Session for OnnxSession {
         let _turn = turn(provider);
         let started = std::time::Instant::now();
         let outputs = session.run(values).map_err(|e| {
-            CheckError::new(
-                ErrorKind::RunFailed,
-                format!("ONNX Runtime run failed: {e}"),
-            )
+            let message = format!("ONNX Runtime run failed: {e}");
+            // WebGPU compiles a node's shader at its first run: an adapter without
+            // shader-f16 (SwiftShader) refuses a float16 graph here, not at load.
+            CheckError::new(ErrorKind::RunFailed.or_adapter_feature(&message), message)
         })?;
         let took = started.elapsed();
         if took > RUN_LIMIT {
