@@ -293,8 +293,16 @@ impl Fixture {
         };
         Err(match made.as_ref().and_then(|v| v.error.as_ref()) {
             Some(error) => {
-                // A quantizer with nothing to quantize (no MatMul weight for q4's MatMulNBits) is not a failure.
-                let kind = if error.contains("quantized no node") {
+                // A quantizer with nothing to quantize (no MatMul weight for q4's MatMulNBits) is not a
+                // failure; nor is q4f16 then, which is made from q4 ("no q4 variant to convert").
+                let nothing_to_quantize = |made: &Option<ExtraExport>| {
+                    made.as_ref()
+                        .and_then(|v| v.error.as_deref())
+                        .is_some_and(|e| e.contains("quantized no node"))
+                };
+                let kind = if error.contains("quantized no node")
+                    || (precision == Precision::Q4f16 && nothing_to_quantize(&self.meta.q4))
+                {
                     ErrorKind::DoesNotApply
                 } else {
                     ErrorKind::ExportFailed
@@ -387,4 +395,42 @@ pub(crate) fn read_checked(dir: &Path, folder: &str, t: &TensorMeta) -> Result<T
         )));
     }
     Ok(tensor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fixture folder without variant files, whose meta.json holds the exporter's errors.
+    fn fixture_with(q4_error: &str) -> Fixture {
+        let meta = serde_json::json!({
+            "model_type": "m", "source": "tiny-random", "shapes": [],
+            "q4": {"error": q4_error},
+            "q4f16": {"error": "RuntimeError: no q4 variant to convert (its conversion failed)"},
+        });
+        Fixture {
+            dir: std::env::temp_dir().join("hwmatrix-no-such-fixture"),
+            meta: serde_json::from_value(meta).unwrap(),
+        }
+    }
+
+    #[test]
+    fn q4f16_does_not_apply_where_q4_had_nothing_to_quantize() {
+        let nothing = fixture_with(
+            "RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul",
+        );
+        for precision in [Precision::Q4, Precision::Q4f16] {
+            let error = nothing.model_precision(precision).unwrap_err();
+            assert_eq!(
+                error.kind,
+                ErrorKind::DoesNotApply,
+                "{precision:?}: {}",
+                error.message
+            );
+        }
+        // A q4 conversion that failed otherwise leaves q4f16 an exporter failure.
+        let failed = fixture_with("RuntimeError: the quantizer crashed");
+        let error = failed.model_precision(Precision::Q4f16).unwrap_err();
+        assert_eq!(error.kind, ErrorKind::ExportFailed, "{}", error.message);
+    }
 }
