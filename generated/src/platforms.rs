@@ -111,7 +111,7 @@ pub static WEBNN_BROWSER: runtime::Engine = runtime::Engine::Browser {
 pub static WEBGPU: runtime::PlatformDecl = runtime::PlatformDecl {
     platform: runtime::Platform::Webgpu,
     feature: "webgpu",
-    requires: "a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine)",
+    requires: "a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine)",
     checks_in_own_process: None,
 };
 /// WebGPU's browser engine: onnxruntime-web in headless Chromium, webgpu.

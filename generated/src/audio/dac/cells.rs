@@ -294,7 +294,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "dac on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:11:34Z): output quantized_representation: cosine similarity 0.0726 in its worst row (of 1; mean 0.0726), below 0.99; relative L2 error 1.4146, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 1.193e-2; worst at flat index 916: got -0.0059814453125, expected 0.005952238105237484); output audio_codes: 285 integer elements differ from the reference (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 5.020e2; worst at flat index 202: got 0, expected 502); output projected_latents: cosine similarity 0.1653 in its worst row (of 1; mean 0.1653), below 0.99; relative L2 error 1.4032, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 1.157e-3; worst at flat index 866: got 0.0004630088806152344, expected -0.0006941849132999778)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -303,7 +307,10 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::Unsupported {
+                    reason: "dac on webgpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:11:35Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -312,7 +319,10 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::Unsupported {
+                    reason: "dac on webgpu with onnxruntime: q4f16_matches_reference does not apply (evidence: run 1795851199-22961 on vm, 2026-11-28T07:33:19Z): the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)",
+                    basis: runtime::Basis::Evidence,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -295,7 +295,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "nemotron_asr_streaming_encoder on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:12:22Z): output last_hidden_state: cosine similarity 0.8723 in its worst row (of 129; mean 0.9501), below 0.99; relative L2 error 0.3158, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/nemotron_asr_streaming_encoder.yaml) (max abs error 1.336e0; worst at flat index 127: got 0.378662109375, expected -0.9575413465499878)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -313,7 +317,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "nemotron_asr_streaming_encoder on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:12:23Z): output last_hidden_state: cosine similarity 0.8140 in its worst row (of 129; mean 0.9176), below 0.95; relative L2 error 0.4059, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/nemotron_asr_streaming_encoder.yaml) (max abs error 1.698e0; worst at flat index 127: got 0.74072265625, expected -0.9575413465499878)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

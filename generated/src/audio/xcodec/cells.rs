@@ -322,7 +322,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "xcodec on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:11:14Z): ONNX Runtime run failed: Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 1 has mismatched dimensions of 8 and 7",
+            reason: "xcodec on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:02Z): ONNX Runtime run failed: Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 1 has mismatched dimensions of 8 and 7",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -332,7 +332,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xcodec on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:11:14Z): ONNX Runtime run failed: Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 1 has mismatched dimensions of 8 and 7",
+                    reason: "xcodec on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:02Z): ONNX Runtime run failed: Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 1 has mismatched dimensions of 8 and 7",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -345,7 +345,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xcodec on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:11:14Z): ONNX Runtime run failed: Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 1 has mismatched dimensions of 8 and 7",
+                    reason: "xcodec on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:02Z): ONNX Runtime run failed: Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 1 has mismatched dimensions of 8 and 7",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -358,7 +358,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "xcodec on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:11:14Z): ONNX Runtime run failed: Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 1 has mismatched dimensions of 8 and 7",
+                    reason: "xcodec on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:02Z): ONNX Runtime run failed: Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 1 has mismatched dimensions of 8 and 7",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -297,7 +297,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:37Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).; autoencoder_kl_cosmos on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:38Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).; autoencoder_kl_cosmos on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:38Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).",
+            reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:21Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).; autoencoder_kl_cosmos on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:21Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).; autoencoder_kl_cosmos on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:21Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -307,7 +307,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:37Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).; autoencoder_kl_cosmos on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:38Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).; autoencoder_kl_cosmos on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:38Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).",
+                    reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:21Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).; autoencoder_kl_cosmos on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:21Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).; autoencoder_kl_cosmos on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:21Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -320,7 +320,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:37Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).; autoencoder_kl_cosmos on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:38Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).; autoencoder_kl_cosmos on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:38Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).",
+                    reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:21Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).; autoencoder_kl_cosmos on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:21Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).; autoencoder_kl_cosmos on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:21Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -333,7 +333,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:37Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).; autoencoder_kl_cosmos on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:38Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).; autoencoder_kl_cosmos on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:38Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).",
+                    reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:21Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).; autoencoder_kl_cosmos on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:21Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).; autoencoder_kl_cosmos on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:21Z): ONNX Runtime run failed: Non-zero status code returned while running Conv node. Name:'node_Conv_8141_token_48' Status Message: Conv3D does not support grouped convolution (group=3).",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -354,7 +354,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_cosmos on webgpu with wgpu: fp16_quantization does not apply (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:38Z): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_cosmos on webgpu with wgpu: fp16_quantization does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:21Z): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -362,7 +362,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_cosmos on webgpu with wgpu: int8_quantization does not apply (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:38Z): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_cosmos on webgpu with wgpu: int8_quantization does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:21Z): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -370,7 +370,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_cosmos on webgpu with wgpu: int4_quantization does not apply (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:38Z): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_cosmos on webgpu with wgpu: int4_quantization does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:21Z): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -378,7 +378,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_cosmos on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:38Z): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_cosmos on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:21Z): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -386,7 +386,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_cosmos on webgpu with wgpu: int2_quantization does not apply (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:38Z): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_cosmos on webgpu with wgpu: int2_quantization does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:21Z): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,

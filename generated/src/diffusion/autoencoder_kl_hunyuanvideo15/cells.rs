@@ -319,7 +319,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:11:44Z): output sample_output: 3055 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-1; worst at flat index 2270: got -0.33448535203933716, expected -0.6089345812797546)",
+            reason: "autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:29Z): output sample_output: 3055 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-1; worst at flat index 2270: got -0.33448514342308044, expected -0.6089345812797546)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -329,7 +329,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:11:44Z): output sample_output: 3055 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-1; worst at flat index 2270: got -0.33448535203933716, expected -0.6089345812797546)",
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:29Z): output sample_output: 3055 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-1; worst at flat index 2270: got -0.33448514342308044, expected -0.6089345812797546)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -342,7 +342,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:11:44Z): output sample_output: 3055 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-1; worst at flat index 2270: got -0.33448535203933716, expected -0.6089345812797546)",
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:29Z): output sample_output: 3055 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-1; worst at flat index 2270: got -0.33448514342308044, expected -0.6089345812797546)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -355,7 +355,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:11:44Z): output sample_output: 3055 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-1; worst at flat index 2270: got -0.33448535203933716, expected -0.6089345812797546)",
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:29Z): output sample_output: 3055 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-1; worst at flat index 2270: got -0.33448514342308044, expected -0.6089345812797546)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -376,7 +376,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: fp16_quantization does not apply (evidence: run 1795835364-22571 on vm, 2026-11-28T03:11:50Z): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: fp16_quantization does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:32Z): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -384,7 +384,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int8_quantization does not apply (evidence: run 1795835364-22571 on vm, 2026-11-28T03:11:50Z): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int8_quantization does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:32Z): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -392,7 +392,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int4_quantization does not apply (evidence: run 1795835364-22571 on vm, 2026-11-28T03:11:50Z): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int4_quantization does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:32Z): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -400,7 +400,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: run 1795835364-22571 on vm, 2026-11-28T03:11:50Z): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:32Z): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -408,7 +408,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int2_quantization does not apply (evidence: run 1795835364-22571 on vm, 2026-11-28T03:11:50Z): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int2_quantization does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:32Z): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,

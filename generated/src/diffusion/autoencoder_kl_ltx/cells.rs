@@ -303,7 +303,10 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::Unsupported {
+                    reason: "autoencoder_kl_ltx on webgpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:36Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -312,7 +315,10 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::Unsupported {
+                    reason: "autoencoder_kl_ltx on webgpu with onnxruntime: q4f16_matches_reference does not apply (evidence: run 1795851199-22961 on vm, 2026-11-28T07:33:19Z): the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)",
+                    basis: runtime::Basis::Evidence,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -330,7 +336,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Fp16,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_ltx on webgpu with wgpu: fp16_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_ltx on webgpu with wgpu: fp16_quantization does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:36Z): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -338,7 +344,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int8,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_ltx on webgpu with wgpu: int8_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_ltx on webgpu with wgpu: int8_quantization does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:36Z): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -346,7 +352,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_ltx on webgpu with wgpu: int4_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_ltx on webgpu with wgpu: int4_quantization does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:36Z): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -354,7 +360,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int4Mixed,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_ltx on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_ltx on webgpu with wgpu: int4_mixed_quantization does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:36Z): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,
@@ -362,7 +368,7 @@ pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::Quantizatio
         runtime::QuantizationCheck {
             scheme: runtime::QuantScheme::Int2,
             planned: runtime::Planned::Unsupported {
-                reason: "autoencoder_kl_ltx on webgpu with wgpu: int2_quantization does not apply (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:27Z): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
+                reason: "autoencoder_kl_ltx on webgpu with wgpu: int2_quantization does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:36Z): autoencoder_kl_ltx has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran)",
                 basis: runtime::Basis::Evidence,
             },
             expected: None,

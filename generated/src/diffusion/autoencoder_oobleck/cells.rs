@@ -271,18 +271,26 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// autoencoder_oobleck on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// autoencoder_oobleck on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "autoencoder_oobleck on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:59Z): output sample_output: 96 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 3.173e-2; worst at flat index 28: got 0.08802780508995056, expected 0.056294623762369156); autoencoder_oobleck on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:59Z): output sample_output: 47 of 48 elements outside abs 0.0001 + rel 0.001 (max abs error 3.239e-2; worst at flat index 28: got 0.09377830475568771, expected 0.06138506904244423)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_oobleck on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:59Z): output sample_output: 96 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 3.173e-2; worst at flat index 28: got 0.08802780508995056, expected 0.056294623762369156); autoencoder_oobleck on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:59Z): output sample_output: 47 of 48 elements outside abs 0.0001 + rel 0.001 (max abs error 3.239e-2; worst at flat index 28: got 0.09377830475568771, expected 0.06138506904244423)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -291,7 +299,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_oobleck on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:59Z): output sample_output: 96 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 3.173e-2; worst at flat index 28: got 0.08802780508995056, expected 0.056294623762369156); autoencoder_oobleck on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:59Z): output sample_output: 47 of 48 elements outside abs 0.0001 + rel 0.001 (max abs error 3.239e-2; worst at flat index 28: got 0.09377830475568771, expected 0.06138506904244423)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -300,7 +312,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_oobleck on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:59Z): output sample_output: 96 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 3.173e-2; worst at flat index 28: got 0.08802780508995056, expected 0.056294623762369156); autoencoder_oobleck on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:14:59Z): output sample_output: 47 of 48 elements outside abs 0.0001 + rel 0.001 (max abs error 3.239e-2; worst at flat index 28: got 0.09377830475568771, expected 0.06138506904244423)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

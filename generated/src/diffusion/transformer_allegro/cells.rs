@@ -318,7 +318,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "transformer_allegro on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:15:12Z): ONNX Runtime run failed: Non-zero status code returned while running Add node. Name:'/model/transformer_blocks.0/Add' Status Message: /model/transformer_blocks.0/Add: left operand cannot broadcast on dim 2 LeftShape: {1,6,32}, RightShape: {1,6,64}",
+            reason: "transformer_allegro on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:24Z): ONNX Runtime run failed: Non-zero status code returned while running Add node. Name:'/model/transformer_blocks.0/Add' Status Message: /model/transformer_blocks.0/Add: left operand cannot broadcast on dim 2 LeftShape: {1,6,32}, RightShape: {1,6,64}",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -328,7 +328,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_allegro on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:15:12Z): ONNX Runtime run failed: Non-zero status code returned while running Add node. Name:'/model/transformer_blocks.0/Add' Status Message: /model/transformer_blocks.0/Add: left operand cannot broadcast on dim 2 LeftShape: {1,6,32}, RightShape: {1,6,64}",
+                    reason: "transformer_allegro on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:24Z): ONNX Runtime run failed: Non-zero status code returned while running Add node. Name:'/model/transformer_blocks.0/Add' Status Message: /model/transformer_blocks.0/Add: left operand cannot broadcast on dim 2 LeftShape: {1,6,32}, RightShape: {1,6,64}",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -341,7 +341,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_allegro on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:15:12Z): ONNX Runtime run failed: Non-zero status code returned while running Add node. Name:'/model/transformer_blocks.0/Add' Status Message: /model/transformer_blocks.0/Add: left operand cannot broadcast on dim 2 LeftShape: {1,6,32}, RightShape: {1,6,64}",
+                    reason: "transformer_allegro on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:24Z): ONNX Runtime run failed: Non-zero status code returned while running Add node. Name:'/model/transformer_blocks.0/Add' Status Message: /model/transformer_blocks.0/Add: left operand cannot broadcast on dim 2 LeftShape: {1,6,32}, RightShape: {1,6,64}",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -354,7 +354,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_allegro on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:15:12Z): ONNX Runtime run failed: Non-zero status code returned while running Add node. Name:'/model/transformer_blocks.0/Add' Status Message: /model/transformer_blocks.0/Add: left operand cannot broadcast on dim 2 LeftShape: {1,6,32}, RightShape: {1,6,64}",
+                    reason: "transformer_allegro on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:24Z): ONNX Runtime run failed: Non-zero status code returned while running Add node. Name:'/model/transformer_blocks.0/Add' Status Message: /model/transformer_blocks.0/Add: left operand cannot broadcast on dim 2 LeftShape: {1,6,32}, RightShape: {1,6,64}",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

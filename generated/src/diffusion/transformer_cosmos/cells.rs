@@ -321,7 +321,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "transformer_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:15:49Z): ONNX Runtime run failed: Non-zero status code returned while running Mul node. Name:'/model/transformer_blocks.0/attn1/Mul_1' Status Message: /model/transformer_blocks.0/attn1/Mul_1: right operand cannot broadcast on dim 3 LeftShape: {1,2,64,24}, RightShape: {1,1,64,12}",
+            reason: "transformer_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:32Z): ONNX Runtime run failed: Non-zero status code returned while running Mul node. Name:'/model/transformer_blocks.0/attn1/Mul_1' Status Message: /model/transformer_blocks.0/attn1/Mul_1: right operand cannot broadcast on dim 3 LeftShape: {1,2,64,24}, RightShape: {1,1,64,12}",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -331,7 +331,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:15:49Z): ONNX Runtime run failed: Non-zero status code returned while running Mul node. Name:'/model/transformer_blocks.0/attn1/Mul_1' Status Message: /model/transformer_blocks.0/attn1/Mul_1: right operand cannot broadcast on dim 3 LeftShape: {1,2,64,24}, RightShape: {1,1,64,12}",
+                    reason: "transformer_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:32Z): ONNX Runtime run failed: Non-zero status code returned while running Mul node. Name:'/model/transformer_blocks.0/attn1/Mul_1' Status Message: /model/transformer_blocks.0/attn1/Mul_1: right operand cannot broadcast on dim 3 LeftShape: {1,2,64,24}, RightShape: {1,1,64,12}",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -344,7 +344,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:15:49Z): ONNX Runtime run failed: Non-zero status code returned while running Mul node. Name:'/model/transformer_blocks.0/attn1/Mul_1' Status Message: /model/transformer_blocks.0/attn1/Mul_1: right operand cannot broadcast on dim 3 LeftShape: {1,2,64,24}, RightShape: {1,1,64,12}",
+                    reason: "transformer_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:32Z): ONNX Runtime run failed: Non-zero status code returned while running Mul node. Name:'/model/transformer_blocks.0/attn1/Mul_1' Status Message: /model/transformer_blocks.0/attn1/Mul_1: right operand cannot broadcast on dim 3 LeftShape: {1,2,64,24}, RightShape: {1,1,64,12}",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -357,7 +357,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:15:49Z): ONNX Runtime run failed: Non-zero status code returned while running Mul node. Name:'/model/transformer_blocks.0/attn1/Mul_1' Status Message: /model/transformer_blocks.0/attn1/Mul_1: right operand cannot broadcast on dim 3 LeftShape: {1,2,64,24}, RightShape: {1,1,64,12}",
+                    reason: "transformer_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:32Z): ONNX Runtime run failed: Non-zero status code returned while running Mul node. Name:'/model/transformer_blocks.0/attn1/Mul_1' Status Message: /model/transformer_blocks.0/attn1/Mul_1: right operand cannot broadcast on dim 3 LeftShape: {1,2,64,24}, RightShape: {1,1,64,12}",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -297,11 +297,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_ideogram4 on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795825059-4557 on vm, 2026-11-28T00:17:57Z): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -319,11 +315,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_ideogram4 on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795825059-4557 on vm, 2026-11-28T00:17:59Z): ONNX Runtime run failed: Non-zero status code returned while running Cast node. Name:'graph_input_cast2' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

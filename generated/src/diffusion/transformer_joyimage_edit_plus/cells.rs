@@ -318,7 +318,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "transformer_joyimage_edit_plus on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:17:05Z): ONNX Runtime run failed: Non-zero status code returned while running Reshape node. Name:'node_view' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:91 onnxruntime::ReshapeHelper::ReshapeHelper(const onnxruntime::TensorShape&, onnxruntime::TensorShapeVector&, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,192}, requested shape:{1,6,32}\n",
+            reason: "transformer_joyimage_edit_plus on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:46Z): ONNX Runtime run failed: Non-zero status code returned while running Reshape node. Name:'node_view' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:91 onnxruntime::ReshapeHelper::ReshapeHelper(const onnxruntime::TensorShape&, onnxruntime::TensorShapeVector&, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,192}, requested shape:{1,6,32}\n",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -328,7 +328,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_joyimage_edit_plus on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:17:05Z): ONNX Runtime run failed: Non-zero status code returned while running Reshape node. Name:'node_view' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:91 onnxruntime::ReshapeHelper::ReshapeHelper(const onnxruntime::TensorShape&, onnxruntime::TensorShapeVector&, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,192}, requested shape:{1,6,32}\n",
+                    reason: "transformer_joyimage_edit_plus on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:46Z): ONNX Runtime run failed: Non-zero status code returned while running Reshape node. Name:'node_view' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:91 onnxruntime::ReshapeHelper::ReshapeHelper(const onnxruntime::TensorShape&, onnxruntime::TensorShapeVector&, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,192}, requested shape:{1,6,32}\n",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -341,7 +341,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_joyimage_edit_plus on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:17:05Z): ONNX Runtime run failed: Non-zero status code returned while running Reshape node. Name:'node_view' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:91 onnxruntime::ReshapeHelper::ReshapeHelper(const onnxruntime::TensorShape&, onnxruntime::TensorShapeVector&, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,192}, requested shape:{1,6,32}\n",
+                    reason: "transformer_joyimage_edit_plus on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:46Z): ONNX Runtime run failed: Non-zero status code returned while running Reshape node. Name:'node_view' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:91 onnxruntime::ReshapeHelper::ReshapeHelper(const onnxruntime::TensorShape&, onnxruntime::TensorShapeVector&, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,192}, requested shape:{1,6,32}\n",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -354,7 +354,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_joyimage_edit_plus on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:17:05Z): ONNX Runtime run failed: Non-zero status code returned while running Reshape node. Name:'node_view' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:91 onnxruntime::ReshapeHelper::ReshapeHelper(const onnxruntime::TensorShape&, onnxruntime::TensorShapeVector&, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,192}, requested shape:{1,6,32}\n",
+                    reason: "transformer_joyimage_edit_plus on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:46Z): ONNX Runtime run failed: Non-zero status code returned while running Reshape node. Name:'node_view' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:91 onnxruntime::ReshapeHelper::ReshapeHelper(const onnxruntime::TensorShape&, onnxruntime::TensorShapeVector&, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,192}, requested shape:{1,6,32}\n",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

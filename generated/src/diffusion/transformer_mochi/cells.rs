@@ -322,7 +322,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:17:41Z): output sample: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-1; worst at flat index 2412: got -0.8156638145446777, expected -1.580838918685913)",
+            reason: "transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:51Z): output sample: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-1; worst at flat index 2412: got -0.8156826496124268, expected -1.580838918685913)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -332,7 +332,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:17:41Z): output sample: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-1; worst at flat index 2412: got -0.8156638145446777, expected -1.580838918685913)",
+                    reason: "transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:51Z): output sample: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-1; worst at flat index 2412: got -0.8156826496124268, expected -1.580838918685913)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -345,7 +345,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:17:41Z): output sample: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-1; worst at flat index 2412: got -0.8156638145446777, expected -1.580838918685913)",
+                    reason: "transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:51Z): output sample: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-1; worst at flat index 2412: got -0.8156826496124268, expected -1.580838918685913)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -358,7 +358,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:17:41Z): output sample: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-1; worst at flat index 2412: got -0.8156638145446777, expected -1.580838918685913)",
+                    reason: "transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:51Z): output sample: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-1; worst at flat index 2412: got -0.8156826496124268, expected -1.580838918685913)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

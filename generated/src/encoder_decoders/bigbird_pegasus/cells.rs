@@ -260,18 +260,26 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// bigbird_pegasus on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// bigbird_pegasus on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "bigbird_pegasus on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:17:22Z): output last_hidden_state: 113 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.089e-1; worst at flat index 28: got 0.15889686346054077, expected 0.36779287457466125)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "bigbird_pegasus on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:17:22Z): output last_hidden_state: 113 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.089e-1; worst at flat index 28: got 0.15889686346054077, expected 0.36779287457466125)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -280,7 +288,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "bigbird_pegasus on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:17:22Z): output last_hidden_state: 113 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.089e-1; worst at flat index 28: got 0.15889686346054077, expected 0.36779287457466125)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -289,7 +301,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "bigbird_pegasus on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:17:22Z): output last_hidden_state: 113 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.089e-1; worst at flat index 28: got 0.15889686346054077, expected 0.36779287457466125)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

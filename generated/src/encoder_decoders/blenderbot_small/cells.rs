@@ -260,18 +260,26 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// blenderbot-small on webgpu: run (onnxruntime, WebGpuExecutionProvider).
+/// blenderbot-small on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:17:24Z): output last_hidden_state: 90 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 4.312e-2; worst at flat index 28: got 0.16864082217216492, expected 0.21176005899906158)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:17:24Z): output last_hidden_state: 90 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 4.312e-2; worst at flat index 28: got 0.16864082217216492, expected 0.21176005899906158)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -280,7 +288,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:17:24Z): output last_hidden_state: 90 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 4.312e-2; worst at flat index 28: got 0.16864082217216492, expected 0.21176005899906158)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -289,7 +301,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:17:24Z): output last_hidden_state: 90 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 4.312e-2; worst at flat index 28: got 0.16864082217216492, expected 0.21176005899906158)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -47,7 +47,7 @@ mod native {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: led on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:11:12Z): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2022 nodes (56%), 248064 µs (3%); WebGpuExecutionProvider: 1560 nodes (44%), 8068387 µs (97%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebGpuExecutionProvider, with the reason"
+        "known issue: led on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:17:27Z): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2022 nodes (56%), 84935 µs (9%); WebGpuExecutionProvider: 1560 nodes (44%), 906578 µs (91%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebGpuExecutionProvider, with the reason"
     );
 }
 /// led's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

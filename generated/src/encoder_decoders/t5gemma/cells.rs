@@ -296,7 +296,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "t5gemma on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:17:46Z): output last_hidden_state: cosine similarity 0.9419 in its worst row (of 4; mean 0.9522), below 0.95; relative L2 error 0.3091, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/t5gemma.yaml) (max abs error 8.447e-1; worst at flat index 15: got -0.3502519428730011, expected -1.1949549913406372); output decoder_hidden_states_0: cosine similarity 0.9419 in its worst row (of 4; mean 0.9522), below 0.95; relative L2 error 0.3091, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/t5gemma.yaml) (max abs error 8.447e-1; worst at flat index 15: got -0.3502519428730011, expected -1.1949549913406372)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -305,7 +309,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "t5gemma on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:17:46Z): output last_hidden_state: cosine similarity 0.9421 in its worst row (of 4; mean 0.9523), below 0.95; relative L2 error 0.3090, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/t5gemma.yaml) (max abs error 8.363e-1; worst at flat index 15: got -0.358642578125, expected -1.1949549913406372); output decoder_hidden_states_0: cosine similarity 0.9421 in its worst row (of 4; mean 0.9523), below 0.95; relative L2 error 0.3090, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/t5gemma.yaml) (max abs error 8.363e-1; worst at flat index 15: got -0.358642578125, expected -1.1949549913406372)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

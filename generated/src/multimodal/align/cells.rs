@@ -275,7 +275,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "align on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:17:56Z): output logits_per_image has a non-finite value at flat index 0; also out-of-tolerance: output logits_per_image: cosine similarity NaN in its worst row (of 2; mean NaN), below 0.99; relative L2 error NaN, above 0.05; top-1 agreement 0.0000, below 0.95 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/align.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected -0.16007474064826965); output logits_per_text: cosine similarity NaN in its worst row (of 2; mean NaN), below 0.99; relative L2 error NaN, above 0.05; top-1 agreement 0.0000, below 0.95 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/align.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected -0.16007474064826965); output image_embeds: cosine similarity NaN in its worst row (of 2; mean NaN), below 0.99; relative L2 error NaN, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/align.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.08182187378406525)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -293,7 +297,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "align on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:17:56Z): output logits_per_image has a non-finite value at flat index 0; also out-of-tolerance: output logits_per_image: cosine similarity NaN in its worst row (of 2; mean NaN), below 0.95; relative L2 error NaN, above 0.25; top-1 agreement 0.0000, below 0.75 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/align.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected -0.16007474064826965); output logits_per_text: cosine similarity NaN in its worst row (of 2; mean NaN), below 0.95; relative L2 error NaN, above 0.25; top-1 agreement 0.0000, below 0.75 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/align.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected -0.16007474064826965); output image_embeds: cosine similarity NaN in its worst row (of 2; mean NaN), below 0.95; relative L2 error NaN, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/align.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.08182187378406525)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

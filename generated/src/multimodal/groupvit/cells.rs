@@ -280,7 +280,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "groupvit on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:13Z): output logits_per_image: cosine similarity -0.1149 in its worst row (of 2; mean 0.4308), below 0.95; relative L2 error 0.4536, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.536e0; worst at flat index 2: got 1.2496302127838135, expected -0.28643089532852173); output logits_per_text: cosine similarity 0.4572 in its worst row (of 2; mean 0.7203), below 0.95; relative L2 error 0.4536, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.536e0; worst at flat index 1: got 1.2496302127838135, expected -0.28643089532852173); output image_embeds: cosine similarity 0.9108 in its worst row (of 2; mean 0.9179), below 0.95; relative L2 error 0.4053, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.961e-1; worst at flat index 47: got -0.12322390079498291, expected 0.07286018133163452)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -289,7 +293,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "groupvit on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:13Z): output logits_per_image: cosine similarity -0.1095 in its worst row (of 2; mean 0.4338), below 0.95; relative L2 error 0.4530, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.548e0; worst at flat index 2: got 1.26171875, expected -0.28643089532852173); output logits_per_text: cosine similarity 0.4597 in its worst row (of 2; mean 0.7217), below 0.95; relative L2 error 0.4530, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.548e0; worst at flat index 1: got 1.26171875, expected -0.28643089532852173); output image_embeds: cosine similarity 0.9113 in its worst row (of 2; mean 0.9177), below 0.95; relative L2 error 0.4057, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.960e-1; worst at flat index 47: got -0.1231689453125, expected 0.07286018133163452)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -322,7 +322,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "omdet-turbo on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:19:20Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'/model/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1",
+            reason: "omdet-turbo on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:22Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'/model/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -332,7 +332,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "omdet-turbo on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:19:20Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'/model/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1",
+                    reason: "omdet-turbo on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:22Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'/model/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -345,7 +345,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "omdet-turbo on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:19:20Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'/model/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1",
+                    reason: "omdet-turbo on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:22Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'/model/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -358,7 +358,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "omdet-turbo on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:19:20Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'/model/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1",
+                    reason: "omdet-turbo on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:22Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'/model/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

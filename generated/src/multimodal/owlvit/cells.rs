@@ -280,7 +280,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "owlvit on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:26Z): output logits_per_image: relative L2 error 0.6563, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/owlvit.yaml) (max abs error 1.033e0; worst at flat index 2: got -2.5343539714813232, expected -1.5018463134765625); output logits_per_text: cosine similarity -0.8075 in its worst row (of 2; mean 0.0959), below 0.95; relative L2 error 0.6563, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/owlvit.yaml) (max abs error 1.033e0; worst at flat index 1: got -2.5343539714813232, expected -1.5018463134765625)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -289,7 +293,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "owlvit on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:26Z): output logits_per_image: relative L2 error 0.6572, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/owlvit.yaml) (max abs error 1.045e0; worst at flat index 2: got -2.546875, expected -1.5018463134765625); output logits_per_text: cosine similarity -0.8040 in its worst row (of 2; mean 0.0975), below 0.95; relative L2 error 0.6572, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/owlvit.yaml) (max abs error 1.045e0; worst at flat index 1: got -2.546875, expected -1.5018463134765625)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -347,26 +347,18 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             stage: Some(runtime::Stage::Export),
         },
     );
-/// afmoe on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+/// afmoe on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::KnownIssue {
-            reason: "afmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:38Z): output last_hidden_state: 12 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.122e-4; worst at flat index 217: got -0.07097364217042923, expected -0.07060735672712326); afmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:40Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.541e-4; worst at flat index 79: got 0.0019984059035778046, expected 0.0018635292071849108)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Mismatch),
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "afmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:38Z): output last_hidden_state: 12 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.122e-4; worst at flat index 217: got -0.07097364217042923, expected -0.07060735672712326); afmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:40Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.541e-4; worst at flat index 79: got 0.0019984059035778046, expected 0.0018635292071849108)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -375,11 +367,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "afmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:38Z): output last_hidden_state: 12 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.122e-4; worst at flat index 217: got -0.07097364217042923, expected -0.07060735672712326); afmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:40Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.541e-4; worst at flat index 79: got 0.0019984059035778046, expected 0.0018635292071849108)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -388,11 +376,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "afmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:38Z): output last_hidden_state: 12 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.122e-4; worst at flat index 217: got -0.07097364217042923, expected -0.07060735672712326); afmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:40Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.541e-4; worst at flat index 79: got 0.0019984059035778046, expected 0.0018635292071849108)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

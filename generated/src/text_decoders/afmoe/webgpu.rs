@@ -25,25 +25,28 @@ mod browser {
         "known issue: afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)"
     );
 }
-/// afmoe on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (afmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:38Z): output last_hidden_state: 12 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.122e-4; worst at flat index 217: got -0.07097364217042923, expected -0.07060735672712326); afmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:40Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.541e-4; worst at flat index 79: got 0.0019984059035778046, expected 0.0018635292071849108)).
+/// afmoe on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::afmoe::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: afmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:38Z): output last_hidden_state: 12 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.122e-4; worst at flat index 217: got -0.07097364217042923, expected -0.07060735672712326); afmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:40Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.541e-4; worst at flat index 79: got 0.0019984059035778046, expected 0.0018635292071849108)"
+        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: afmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:38Z): output last_hidden_state: 12 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.122e-4; worst at flat index 217: got -0.07097364217042923, expected -0.07060735672712326); afmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:40Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.541e-4; worst at flat index 79: got 0.0019984059035778046, expected 0.0018635292071849108)"
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: afmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:38Z): output last_hidden_state: 12 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.122e-4; worst at flat index 217: got -0.07097364217042923, expected -0.07060735672712326); afmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:40Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.541e-4; worst at flat index 79: got 0.0019984059035778046, expected 0.0018635292071849108)"
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: afmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:38Z): output last_hidden_state: 12 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.122e-4; worst at flat index 217: got -0.07097364217042923, expected -0.07060735672712326); afmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:40Z): output last_hidden_state: 2 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.541e-4; worst at flat index 79: got 0.0019984059035778046, expected 0.0018635292071849108)"
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =

@@ -344,26 +344,18 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             stage: runtime::Stage::Reference,
         },
     );
-/// deepseek_v4 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+/// deepseek_v4 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::KnownIssue {
-            reason: "deepseek_v4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:13Z): output last_hidden_state: 46 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.419e-4; worst at flat index 217: got 0.012956719845533371, expected 0.013511259108781815); deepseek_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:16Z): output last_hidden_state: 8 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.901e-4; worst at flat index 196: got 0.009673139080405235, expected 0.010170514695346355)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Mismatch),
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:13Z): output last_hidden_state: 46 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.419e-4; worst at flat index 217: got 0.012956719845533371, expected 0.013511259108781815); deepseek_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:16Z): output last_hidden_state: 8 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.901e-4; worst at flat index 196: got 0.009673139080405235, expected 0.010170514695346355)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -372,11 +364,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:13Z): output last_hidden_state: 46 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.419e-4; worst at flat index 217: got 0.012956719845533371, expected 0.013511259108781815); deepseek_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:16Z): output last_hidden_state: 8 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.901e-4; worst at flat index 196: got 0.009673139080405235, expected 0.010170514695346355)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -385,11 +373,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "deepseek_v4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:13Z): output last_hidden_state: 46 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.419e-4; worst at flat index 217: got 0.012956719845533371, expected 0.013511259108781815); deepseek_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:16Z): output last_hidden_state: 8 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.901e-4; worst at flat index 196: got 0.009673139080405235, expected 0.010170514695346355)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

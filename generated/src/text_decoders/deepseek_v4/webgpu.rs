@@ -25,25 +25,28 @@ mod browser {
         "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): ValueError: invalid literal for int() with base 10: 'compressor'"
     );
 }
-/// deepseek_v4 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (deepseek_v4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:13Z): output last_hidden_state: 46 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.419e-4; worst at flat index 217: got 0.012956719845533371, expected 0.013511259108781815); deepseek_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:16Z): output last_hidden_state: 8 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.901e-4; worst at flat index 196: got 0.009673139080405235, expected 0.010170514695346355)).
+/// deepseek_v4 on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::deepseek_v4::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: deepseek_v4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:13Z): output last_hidden_state: 46 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.419e-4; worst at flat index 217: got 0.012956719845533371, expected 0.013511259108781815); deepseek_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:16Z): output last_hidden_state: 8 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.901e-4; worst at flat index 196: got 0.009673139080405235, expected 0.010170514695346355)"
+        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: deepseek_v4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:13Z): output last_hidden_state: 46 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.419e-4; worst at flat index 217: got 0.012956719845533371, expected 0.013511259108781815); deepseek_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:16Z): output last_hidden_state: 8 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.901e-4; worst at flat index 196: got 0.009673139080405235, expected 0.010170514695346355)"
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: deepseek_v4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:13Z): output last_hidden_state: 46 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.419e-4; worst at flat index 217: got 0.012956719845533371, expected 0.013511259108781815); deepseek_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:16Z): output last_hidden_state: 8 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.901e-4; worst at flat index 196: got 0.009673139080405235, expected 0.010170514695346355)"
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: deepseek_v4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:13Z): output last_hidden_state: 46 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.419e-4; worst at flat index 217: got 0.012956719845533371, expected 0.013511259108781815); deepseek_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:45:16Z): output last_hidden_state: 8 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.901e-4; worst at flat index 196: got 0.009673139080405235, expected 0.010170514695346355)"
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =

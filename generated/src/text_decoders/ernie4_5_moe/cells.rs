@@ -310,11 +310,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "ernie4_5_moe on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:10Z): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -332,11 +328,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "ernie4_5_moe on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:46:18Z): ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'node_embedding' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -22,32 +22,35 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
-/// kolibri1 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (kolibri1 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:33Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.299e-4; worst at flat index 639: got 0.11582605540752411, expected 0.11627364903688431); kolibri1 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:37Z): output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)).
+/// kolibri1 on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::kolibri1::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: kolibri1 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:33Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.299e-4; worst at flat index 639: got 0.11582605540752411, expected 0.11627364903688431); kolibri1 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:37Z): output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)"
+        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: kolibri1 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:33Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.299e-4; worst at flat index 639: got 0.11582605540752411, expected 0.11627364903688431); kolibri1 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:37Z): output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)"
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: kolibri1 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:33Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.299e-4; worst at flat index 639: got 0.11582605540752411, expected 0.11627364903688431); kolibri1 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:37Z): output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)"
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: kolibri1 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:33Z): output last_hidden_state: 11 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 5.299e-4; worst at flat index 639: got 0.11582605540752411, expected 0.11627364903688431); kolibri1 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:37Z): output last_hidden_state: 7 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.099e-4; worst at flat index 145: got 0.007471941877156496, expected 0.00788182020187378)"
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
 /// kolibri1's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -287,26 +287,18 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// lfm2 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+/// lfm2 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::KnownIssue {
-            reason: "lfm2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:56Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.647e-4; worst at flat index 191: got -0.005495554767549038, expected -0.0056419773027300835); lfm2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:59Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Mismatch),
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:56Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.647e-4; worst at flat index 191: got -0.005495554767549038, expected -0.0056419773027300835); lfm2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:59Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -315,11 +307,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:56Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.647e-4; worst at flat index 191: got -0.005495554767549038, expected -0.0056419773027300835); lfm2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:59Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -328,11 +316,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "lfm2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:56Z): output last_hidden_state: 1 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.647e-4; worst at flat index 191: got -0.005495554767549038, expected -0.0056419773027300835); lfm2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:18:59Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.277e-4; worst at flat index 180: got -0.011607887223362923, expected -0.01181124895811081)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

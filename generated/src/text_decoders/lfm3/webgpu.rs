@@ -25,25 +25,28 @@ mod browser {
         "not tested here: lfm3's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm3` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared"
     );
 }
-/// lfm3 on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (lfm3 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:39Z): output last_hidden_state: 4 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.682e-4; worst at flat index 665: got 0.029063891619443893, expected 0.02942984737455845); lfm3 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:39Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.447e-4; worst at flat index 104: got -0.039446186274290085, expected -0.03963834419846535)).
+/// lfm3 on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::lfm3::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: lfm3 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:39Z): output last_hidden_state: 4 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.682e-4; worst at flat index 665: got 0.029063891619443893, expected 0.02942984737455845); lfm3 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:39Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.447e-4; worst at flat index 104: got -0.039446186274290085, expected -0.03963834419846535)"
+        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: lfm3 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:39Z): output last_hidden_state: 4 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.682e-4; worst at flat index 665: got 0.029063891619443893, expected 0.02942984737455845); lfm3 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:39Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.447e-4; worst at flat index 104: got -0.039446186274290085, expected -0.03963834419846535)"
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: lfm3 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:39Z): output last_hidden_state: 4 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.682e-4; worst at flat index 665: got 0.029063891619443893, expected 0.02942984737455845); lfm3 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:39Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.447e-4; worst at flat index 104: got -0.039446186274290085, expected -0.03963834419846535)"
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: lfm3 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:39Z): output last_hidden_state: 4 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.682e-4; worst at flat index 665: got 0.029063891619443893, expected 0.02942984737455845); lfm3 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:19:39Z): output last_hidden_state: 1 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.447e-4; worst at flat index 104: got -0.039446186274290085, expected -0.03963834419846535)"
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =

@@ -310,26 +310,18 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// minimax_m2 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+/// minimax_m2 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::KnownIssue {
-            reason: "minimax_m2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:20:47Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Mismatch),
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "minimax_m2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:20:47Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -338,11 +330,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "minimax_m2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:20:47Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -351,11 +339,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "minimax_m2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:20:47Z): output last_hidden_state: 2 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.148e-4; worst at flat index 124: got 0.011302977800369263, expected 0.011153198778629303)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -353,26 +353,18 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             stage: runtime::Stage::Reference,
         },
     );
-/// olmo_hybrid on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+/// olmo_hybrid on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::KnownIssue {
-            reason: "olmo_hybrid on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:51Z): output last_hidden_state: 7 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.131e-4; worst at flat index 599: got -0.17429223656654358, expected -0.17395132780075073); olmo_hybrid on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:53Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.354e-4; worst at flat index 83: got 0.14048175513744354, expected 0.14074191451072693)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Mismatch),
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "olmo_hybrid on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:51Z): output last_hidden_state: 7 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.131e-4; worst at flat index 599: got -0.17429223656654358, expected -0.17395132780075073); olmo_hybrid on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:53Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.354e-4; worst at flat index 83: got 0.14048175513744354, expected 0.14074191451072693)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -381,11 +373,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "olmo_hybrid on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:51Z): output last_hidden_state: 7 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.131e-4; worst at flat index 599: got -0.17429223656654358, expected -0.17395132780075073); olmo_hybrid on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:53Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.354e-4; worst at flat index 83: got 0.14048175513744354, expected 0.14074191451072693)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -394,11 +382,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "olmo_hybrid on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:51Z): output last_hidden_state: 7 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.131e-4; worst at flat index 599: got -0.17429223656654358, expected -0.17395132780075073); olmo_hybrid on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:53Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.354e-4; worst at flat index 83: got 0.14048175513744354, expected 0.14074191451072693)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

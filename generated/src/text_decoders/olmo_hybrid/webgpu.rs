@@ -25,25 +25,28 @@ mod browser {
         "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model olmo_hybrid` derives it again): 2 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.recurrent_state: in the model's cache, not declared"
     );
 }
-/// olmo_hybrid on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (olmo_hybrid on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:51Z): output last_hidden_state: 7 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.131e-4; worst at flat index 599: got -0.17429223656654358, expected -0.17395132780075073); olmo_hybrid on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:53Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.354e-4; worst at flat index 83: got 0.14048175513744354, expected 0.14074191451072693)).
+/// olmo_hybrid on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::olmo_hybrid::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: olmo_hybrid on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:51Z): output last_hidden_state: 7 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.131e-4; worst at flat index 599: got -0.17429223656654358, expected -0.17395132780075073); olmo_hybrid on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:53Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.354e-4; worst at flat index 83: got 0.14048175513744354, expected 0.14074191451072693)"
+        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: olmo_hybrid on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:51Z): output last_hidden_state: 7 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.131e-4; worst at flat index 599: got -0.17429223656654358, expected -0.17395132780075073); olmo_hybrid on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:53Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.354e-4; worst at flat index 83: got 0.14048175513744354, expected 0.14074191451072693)"
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: olmo_hybrid on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:51Z): output last_hidden_state: 7 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.131e-4; worst at flat index 599: got -0.17429223656654358, expected -0.17395132780075073); olmo_hybrid on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:53Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.354e-4; worst at flat index 83: got 0.14048175513744354, expected 0.14074191451072693)"
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: olmo_hybrid on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:51Z): output last_hidden_state: 7 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 4.131e-4; worst at flat index 599: got -0.17429223656654358, expected -0.17395132780075073); olmo_hybrid on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:21:53Z): output last_hidden_state: 3 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 4.354e-4; worst at flat index 83: got 0.14048175513744354, expected 0.14074191451072693)"
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =

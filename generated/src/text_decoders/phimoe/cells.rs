@@ -305,7 +305,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "phimoe on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:21:56Z): cannot load <fixtures>/phimoe/model.fp16.onnx: Load model from <fixtures>/phimoe/model.fp16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/layers.0/mlp/router/Abs_output_0_cast_to_fp32_node).",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Load),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -323,7 +327,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "phimoe on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:21:56Z): cannot load <fixtures>/phimoe/model.q4f16.onnx: Load model from <fixtures>/phimoe/model.q4f16.onnx failed:Type Error: Type parameter (T) of Optype (Max) bound to different types (tensor(float16) and tensor(float) in node (/model/layers.0/mlp/router/Max_1).",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Load),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

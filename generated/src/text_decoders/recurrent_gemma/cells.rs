@@ -344,26 +344,18 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             stage: runtime::Stage::Reference,
         },
     );
-/// recurrent_gemma on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+/// recurrent_gemma on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::KnownIssue {
-            reason: "recurrent_gemma on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:37:10Z): output last_hidden_state: 5 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.340e-4; worst at flat index 284: got 0.0008271511760540307, expected 0.0006620396161451936)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Mismatch),
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:37:10Z): output last_hidden_state: 5 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.340e-4; worst at flat index 284: got 0.0008271511760540307, expected 0.0006620396161451936)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -372,11 +364,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:37:10Z): output last_hidden_state: 5 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.340e-4; worst at flat index 284: got 0.0008271511760540307, expected 0.0006620396161451936)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -385,11 +373,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:37:10Z): output last_hidden_state: 5 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.340e-4; worst at flat index 284: got 0.0008271511760540307, expected 0.0006620396161451936)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

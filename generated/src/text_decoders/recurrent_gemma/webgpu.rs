@@ -25,25 +25,28 @@ mod browser {
         "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)"
     );
 }
-/// recurrent_gemma on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (recurrent_gemma on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:37:10Z): output last_hidden_state: 5 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.340e-4; worst at flat index 284: got 0.0008271511760540307, expected 0.0006620396161451936)).
+/// recurrent_gemma on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::recurrent_gemma::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: recurrent_gemma on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:37:10Z): output last_hidden_state: 5 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.340e-4; worst at flat index 284: got 0.0008271511760540307, expected 0.0006620396161451936)"
+        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: recurrent_gemma on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:37:10Z): output last_hidden_state: 5 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.340e-4; worst at flat index 284: got 0.0008271511760540307, expected 0.0006620396161451936)"
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: recurrent_gemma on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:37:10Z): output last_hidden_state: 5 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.340e-4; worst at flat index 284: got 0.0008271511760540307, expected 0.0006620396161451936)"
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: recurrent_gemma on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811518-3209 on vm, 2026-11-27T20:37:10Z): output last_hidden_state: 5 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 3.340e-4; worst at flat index 284: got 0.0008271511760540307, expected 0.0006620396161451936)"
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, features =
+        ["webgpu"], off =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =

@@ -300,26 +300,18 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// fnet on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+/// fnet on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::KnownIssue {
-            reason: "fnet on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:02Z): output last_hidden_state: 66 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.543e-4; worst at flat index 559: got 0.18703509867191315, expected 0.1876755803823471); fnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:03Z): output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Mismatch),
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "fnet on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:02Z): output last_hidden_state: 66 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.543e-4; worst at flat index 559: got 0.18703509867191315, expected 0.1876755803823471); fnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:03Z): output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -328,11 +320,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "fnet on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:02Z): output last_hidden_state: 66 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.543e-4; worst at flat index 559: got 0.18703509867191315, expected 0.1876755803823471); fnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:03Z): output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -341,11 +329,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "fnet on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:02Z): output last_hidden_state: 66 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.543e-4; worst at flat index 559: got 0.18703509867191315, expected 0.1876755803823471); fnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:03Z): output last_hidden_state: 13 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.062e-4; worst at flat index 185: got -0.09888387471437454, expected -0.09838308393955231)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

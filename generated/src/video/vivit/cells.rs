@@ -280,7 +280,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "vivit on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:12Z): output last_hidden_state: cosine similarity 0.9349 in its worst row (of 65; mean 0.9990), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/vivit.yaml) (max abs error 8.052e-1; worst at flat index 26: got -0.025767777115106583, expected -0.8309484720230103); output pooler_output: relative L2 error 0.3265, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/vivit.yaml) (max abs error 7.195e-2; worst at flat index 15: got -0.13937059044837952, expected -0.06741949915885925)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -289,7 +293,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "vivit on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:12Z): output last_hidden_state: cosine similarity 0.9354 in its worst row (of 65; mean 0.9990), below 0.95 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/vivit.yaml) (max abs error 8.042e-1; worst at flat index 26: got -0.0267486572265625, expected -0.8309484720230103); output pooler_output: relative L2 error 0.3252, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/vivit.yaml) (max abs error 7.162e-2; worst at flat index 15: got -0.1390380859375, expected -0.06741949915885925)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -271,7 +271,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "beit on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:15Z): output last_hidden_state has a non-finite value at flat index 0; also out-of-tolerance: output last_hidden_state: cosine similarity NaN in its worst row (of 5; mean NaN), below 0.99; relative L2 error NaN, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/beit.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected -0.0006632109289057553); output pooler_output: cosine similarity NaN in its worst row (of 1; mean NaN), below 0.99; relative L2 error NaN, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/beit.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected -0.33384016156196594)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -289,7 +293,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "beit on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:16Z): output last_hidden_state has a non-finite value at flat index 0; also out-of-tolerance: output last_hidden_state: cosine similarity NaN in its worst row (of 5; mean NaN), below 0.95; relative L2 error NaN, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/beit.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected -0.0006632109289057553); output pooler_output: cosine similarity NaN in its worst row (of 1; mean NaN), below 0.95; relative L2 error NaN, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/beit.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected -0.33384016156196594)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -274,7 +274,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deit on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:47Z): output last_hidden_state has a non-finite value at flat index 0; also out-of-tolerance: output last_hidden_state: cosine similarity NaN in its worst row (of 6; mean NaN), below 0.99; relative L2 error NaN, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deit.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected 1.060221552848816); output pooler_output: cosine similarity NaN in its worst row (of 1; mean NaN), below 0.99; relative L2 error NaN, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deit.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.029319895431399345)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -283,7 +287,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deit on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:47Z): output pooler_output: relative L2 error 0.2698, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deit.yaml) (max abs error 4.785e-2; worst at flat index 20: got -0.028360141441226006, expected -0.07620805501937866)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -292,7 +300,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deit on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:47Z): output last_hidden_state has a non-finite value at flat index 0; also out-of-tolerance: output last_hidden_state: cosine similarity NaN in its worst row (of 6; mean NaN), below 0.95; relative L2 error NaN, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deit.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected 1.060221552848816); output pooler_output: cosine similarity NaN in its worst row (of 1; mean NaN), below 0.95; relative L2 error NaN, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deit.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.029319895431399345)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -274,7 +274,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "edgetam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:54Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651110490784, expected -0.00005258080273051746); edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:57Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.000025576040570740588, expected 0.00010895189916482195)",
+            reason: "edgetam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:54Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651838086545, expected -0.00005258080273051746); edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:57Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.00002557603693276178, expected 0.00010895189916482195)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -284,7 +284,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "edgetam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:54Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651110490784, expected -0.00005258080273051746); edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:57Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.000025576040570740588, expected 0.00010895189916482195)",
+                    reason: "edgetam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:54Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651838086545, expected -0.00005258080273051746); edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:57Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.00002557603693276178, expected 0.00010895189916482195)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -297,7 +297,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "edgetam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:54Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651110490784, expected -0.00005258080273051746); edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:57Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.000025576040570740588, expected 0.00010895189916482195)",
+                    reason: "edgetam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:54Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651838086545, expected -0.00005258080273051746); edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:57Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.00002557603693276178, expected 0.00010895189916482195)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -310,7 +310,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "edgetam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:54Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651110490784, expected -0.00005258080273051746); edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:17:57Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.000025576040570740588, expected 0.00010895189916482195)",
+                    reason: "edgetam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:54Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651838086545, expected -0.00005258080273051746); edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:57Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.00002557603693276178, expected 0.00010895189916482195)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

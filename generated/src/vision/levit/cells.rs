@@ -283,7 +283,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "levit on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:24:56Z): output last_hidden_state: cosine similarity 0.0000 in its worst row (of 1; mean 0.0000), below 0.99; relative L2 error 1.0000, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/levit.yaml) (max abs error 8.988e17; worst at flat index 51: got 0, expected -898834881507754000); output pooler_output: cosine similarity 0.0000 in its worst row (of 1; mean 0.0000), below 0.99; relative L2 error 1.0000, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/levit.yaml) (max abs error 8.988e17; worst at flat index 51: got 0, expected -898834881507754000)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -292,7 +296,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "levit on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:24:56Z): output last_hidden_state: relative L2 error 1.1865, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/levit.yaml) (max abs error 9.833e17; worst at flat index 30: got -1704342528855113700, expected -721079379265847300); output pooler_output: relative L2 error 1.1865, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/levit.yaml) (max abs error 9.833e17; worst at flat index 30: got -1704342528855113700, expected -721079379265847300)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -301,7 +309,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "levit on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:24:56Z): output last_hidden_state: cosine similarity 0.0000 in its worst row (of 1; mean 0.0000), below 0.95; relative L2 error 1.0000, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/levit.yaml) (max abs error 8.988e17; worst at flat index 51: got 0, expected -898834881507754000); output pooler_output: cosine similarity 0.0000 in its worst row (of 1; mean 0.0000), below 0.95; relative L2 error 1.0000, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/levit.yaml) (max abs error 8.988e17; worst at flat index 51: got 0, expected -898834881507754000)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

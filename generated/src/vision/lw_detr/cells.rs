@@ -296,7 +296,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lw_detr on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:24:57Z): ONNX Runtime run failed: Non-zero status code returned while running Resize node. Name:'/model/backbone/backbone/embeddings/Resize' Status Message: absl::container_internal::raw_hash_map<>::at",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -305,7 +309,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lw_detr on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:24:58Z): output init_reference_points: cosine similarity 0.8386 in its worst row (of 1; mean 0.8386), below 0.95; relative L2 error 0.5632, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9381526112556458, expected 0.18815264105796814); output intermediate_reference_points: cosine similarity 0.8386 in its worst row (of 1; mean 0.8386), below 0.95; relative L2 error 0.5632, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9381526112556458, expected 0.18815264105796814); output enc_outputs_class: cosine similarity 0.4373 in its worst row (of 1; mean 0.4373), below 0.95; relative L2 error 1.0695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 4.706e0; worst at flat index 108: got -3.0060293674468994, expected 1.7001150846481323); output enc_outputs_coord_logits: cosine similarity 0.6510 in its worst row (of 10; mean 0.8709), below 0.95; relative L2 error 0.5633, above 0.25; top-1 agreement 0.7000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 7.500e-1; worst at flat index 32: got 0.9375, expected 0.1875)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -314,7 +322,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lw_detr on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:24:58Z): ONNX Runtime run failed: Non-zero status code returned while running Resize node. Name:'/model/backbone/backbone/embeddings/Resize' Status Message: absl::container_internal::raw_hash_map<>::at",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -286,7 +286,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "mobilevit on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:25:18Z): output last_hidden_state: cosine similarity 0.0000 in its worst row (of 1; mean 0.0000), below 0.99; relative L2 error 1.0000, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mobilevit.yaml) (max abs error 1.437e-4; worst at flat index 10: got 0, expected -0.000143668832606636); output pooler_output: cosine similarity 0.0000 in its worst row (of 1; mean 0.0000), below 0.99; relative L2 error 1.0000, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mobilevit.yaml) (max abs error 1.437e-4; worst at flat index 10: got 0, expected -0.000143668832606636)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -304,7 +308,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "mobilevit on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:25:18Z): output last_hidden_state: cosine similarity 0.0000 in its worst row (of 1; mean 0.0000), below 0.95; relative L2 error 1.0000, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mobilevit.yaml) (max abs error 1.437e-4; worst at flat index 10: got 0, expected -0.000143668832606636); output pooler_output: cosine similarity 0.0000 in its worst row (of 1; mean 0.0000), below 0.95; relative L2 error 1.0000, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mobilevit.yaml) (max abs error 1.437e-4; worst at flat index 10: got 0, expected -0.000143668832606636)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -311,9 +311,10 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::NotTested {
-                    reason: "not tested here: sam2_vision_model on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:27:21Z): cannot load <fixtures>/sam2_vision_model/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    stage: runtime::Stage::Load,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "sam2_vision_model on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:26:02Z): ONNX Runtime run failed: Non-zero status code returned while running Resize node. Name:'/model/backbone/Resize' Status Message: absl::container_internal::raw_hash_map<>::at",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -332,9 +333,10 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::NotTested {
-                    reason: "not tested here: sam2_vision_model on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:27:24Z): cannot load <fixtures>/sam2_vision_model/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    stage: runtime::Stage::Load,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "sam2_vision_model on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:26:03Z): ONNX Runtime run failed: Non-zero status code returned while running Resize node. Name:'/model/backbone/Resize' Status Message: absl::container_internal::raw_hash_map<>::at",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,

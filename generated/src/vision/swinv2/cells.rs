@@ -316,7 +316,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "swinv2 on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:26:25Z): output last_hidden_state: cosine similarity 0.9092 in its worst row (of 1; mean 0.9092), below 0.95; relative L2 error 0.4260, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/swinv2.yaml) (max abs error 1.616e0; worst at flat index 111: got 1.3240920305252075, expected -0.29153984785079956); output pooler_output: cosine similarity 0.9092 in its worst row (of 1; mean 0.9092), below 0.95; relative L2 error 0.4260, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/swinv2.yaml) (max abs error 1.616e0; worst at flat index 111: got 1.3240920305252075, expected -0.29153984785079956)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -325,7 +329,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "swinv2 on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:26:25Z): output last_hidden_state: cosine similarity 0.9090 in its worst row (of 1; mean 0.9090), below 0.95; relative L2 error 0.4264, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/swinv2.yaml) (max abs error 1.623e0; worst at flat index 111: got 1.3310546875, expected -0.29153984785079956); output pooler_output: cosine similarity 0.9090 in its worst row (of 1; mean 0.9090), below 0.95; relative L2 error 0.4264, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/swinv2.yaml) (max abs error 1.623e0; worst at flat index 111: got 1.3310546875, expected -0.29153984785079956)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

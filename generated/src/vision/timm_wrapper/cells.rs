@@ -279,7 +279,10 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::Unsupported {
+                    reason: "timm_wrapper on webgpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:26:27Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    basis: runtime::Basis::Evidence,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -288,7 +291,10 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::Unsupported {
+                    reason: "timm_wrapper on webgpu with onnxruntime: q4f16_matches_reference does not apply (evidence: run 1795851199-22961 on vm, 2026-11-28T07:33:19Z): the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)",
+                    basis: runtime::Basis::Evidence,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

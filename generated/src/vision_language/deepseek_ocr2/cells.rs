@@ -307,9 +307,10 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::NotTested {
-                    reason: "not tested here: deepseek_ocr2 on webgpu with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:52:36Z): cannot load <fixtures>/deepseek_ocr2/model.fp16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    stage: runtime::Stage::Load,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deepseek_ocr2 on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:26:42Z): ONNX Runtime run failed: Non-zero status code returned while running Resize node. Name:'/model/vision_tower/sam_encoder/Resize' Status Message: The antialias attribute of Resize operator is NOT implemented.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -328,9 +329,10 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::NotTested {
-                    reason: "not tested here: deepseek_ocr2 on webgpu with onnxruntime: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795804895-7542 on vm, 2026-11-27T18:52:48Z): cannot load <fixtures>/deepseek_ocr2/model.q4f16.onnx: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it.",
-                    stage: runtime::Stage::Load,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deepseek_ocr2 on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:26:43Z): ONNX Runtime run failed: Non-zero status code returned while running Resize node. Name:'/model/vision_tower/sam_encoder/Resize' Status Message: The antialias attribute of Resize operator is NOT implemented.",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,

@@ -22,32 +22,32 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
-/// granite_docling on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (granite_docling on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:28:53Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4).
+/// granite_docling on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (granite_docling on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:27:37Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4).
 ///
 /// Select this cell with `cargo test -p generated vision_language::granite_docling::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: granite_docling on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:28:53Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4"
+        "known issue: granite_docling on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:27:37Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: granite_docling on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:28:53Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4"
+        "known issue: granite_docling on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:27:37Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: granite_docling on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:28:53Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4"
+        "known issue: granite_docling on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:27:37Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: granite_docling on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795835364-22571 on vm, 2026-11-28T03:28:53Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4"
+        "known issue: granite_docling on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:27:37Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
 /// granite_docling's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

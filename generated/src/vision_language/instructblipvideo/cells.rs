@@ -323,7 +323,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "instructblipvideo on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:27:51Z): output qformer_outputs_last_hidden_state has a non-finite value at flat index 0; also out-of-tolerance: output vision_outputs_pooler_output: cosine similarity 0.8038 in its worst row (of 1; mean 0.8038), below 0.99; relative L2 error 547.0164, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/instructblipvideo.yaml) (max abs error 1.299e-1; worst at flat index 15: got -0.1300048828125, expected -0.000103046178992372); output qformer_outputs_last_hidden_state: cosine similarity NaN in its worst row (of 11; mean NaN), below 0.99; relative L2 error NaN, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/instructblipvideo.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.559044361114502); output qformer_outputs_pooler_output: cosine similarity NaN in its worst row (of 1; mean NaN), below 0.99; relative L2 error NaN, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/instructblipvideo.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.559044361114502); output language_model_outputs_last_hidden_state: cosine similarity NaN in its worst row (of 11; mean NaN), below 0.99; relative L2 error NaN, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/instructblipvideo.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.5981839895248413)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -341,7 +345,11 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "instructblipvideo on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:27:52Z): output qformer_outputs_last_hidden_state has a non-finite value at flat index 0; also out-of-tolerance: output vision_outputs_pooler_output: cosine similarity 0.8038 in its worst row (of 1; mean 0.8038), below 0.95; relative L2 error 547.0164, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/instructblipvideo.yaml) (max abs error 1.299e-1; worst at flat index 15: got -0.1300048828125, expected -0.000103046178992372); output qformer_outputs_last_hidden_state: cosine similarity NaN in its worst row (of 11; mean NaN), below 0.95; relative L2 error NaN, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/instructblipvideo.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.559044361114502); output qformer_outputs_pooler_output: cosine similarity NaN in its worst row (of 1; mean NaN), below 0.95; relative L2 error NaN, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/instructblipvideo.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.559044361114502); output language_model_outputs_last_hidden_state: cosine similarity NaN in its worst row (of 11; mean NaN), below 0.95; relative L2 error NaN, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/instructblipvideo.yaml) (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.5981839895248413)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -283,26 +283,18 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// lighton_ocr on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+/// lighton_ocr on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::KnownIssue {
-            reason: "lighton_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:48Z): output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Mismatch),
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "lighton_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:48Z): output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -311,11 +303,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "lighton_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:48Z): output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -324,11 +312,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "lighton_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:18:48Z): output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

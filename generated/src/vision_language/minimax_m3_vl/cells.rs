@@ -314,26 +314,18 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// minimax_m3_vl on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+/// minimax_m3_vl on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::KnownIssue {
-            reason: "minimax_m3_vl on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795789122-13440 on vm, 2026-11-27T14:28:25Z): output last_hidden_state: 2 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.796e-4; worst at flat index 522: got -0.05203265696763992, expected -0.05185302719473839)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Mismatch),
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "minimax_m3_vl on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795789122-13440 on vm, 2026-11-27T14:28:25Z): output last_hidden_state: 2 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.796e-4; worst at flat index 522: got -0.05203265696763992, expected -0.05185302719473839)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -342,11 +334,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "minimax_m3_vl on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795789122-13440 on vm, 2026-11-27T14:28:25Z): output last_hidden_state: 2 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.796e-4; worst at flat index 522: got -0.05203265696763992, expected -0.05185302719473839)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -355,11 +343,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "minimax_m3_vl on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795789122-13440 on vm, 2026-11-27T14:28:25Z): output last_hidden_state: 2 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.796e-4; worst at flat index 522: got -0.05203265696763992, expected -0.05185302719473839)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -283,25 +283,21 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// qianfan_ocr on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+/// qianfan_ocr on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        runtime::Planned::KnownIssue {
-            reason: "qianfan_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:30Z): output last_hidden_state: 17 of 8608 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-4; worst at flat index 7434: got 0.007333282381296158, expected 0.007159468252211809); qianfan_ocr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:43Z): output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Mismatch),
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qianfan_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:30Z): output last_hidden_state: 17 of 8608 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-4; worst at flat index 7434: got 0.007333282381296158, expected 0.007159468252211809); qianfan_ocr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:43Z): output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
+                    reason: "qianfan_ocr on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:28:43Z): ONNX Runtime run failed: Non-zero status code returned while running Resize node. Name:'/model/vision_tower/embeddings/Resize' Status Message: absl::container_internal::raw_hash_map<>::at",
                     basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
+                    stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -311,11 +307,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "qianfan_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:30Z): output last_hidden_state: 17 of 8608 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-4; worst at flat index 7434: got 0.007333282381296158, expected 0.007159468252211809); qianfan_ocr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:43Z): output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -325,9 +317,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qianfan_ocr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:30Z): output last_hidden_state: 17 of 8608 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-4; worst at flat index 7434: got 0.007333282381296158, expected 0.007159468252211809); qianfan_ocr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:43Z): output last_hidden_state: 11 of 8448 elements outside abs 0.0001 + rel 0.001 (max abs error 3.545e-4; worst at flat index 1570: got 0.002129629720002413, expected 0.0023358699399977922)",
+                    reason: "qianfan_ocr on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:28:45Z): ONNX Runtime run failed: Non-zero status code returned while running Resize node. Name:'/model/vision_tower/embeddings/Resize' Status Message: absl::container_internal::raw_hash_map<>::at",
                     basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Mismatch),
+                    stage: Some(runtime::Stage::Run),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,

@@ -262,7 +262,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         runtime::Planned::KnownIssue {
-            reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:51Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.06701922416687, expected -0.40816906094551086)",
+            reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:28:52Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.067019462585449, expected -0.40816906094551086)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -272,7 +272,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:51Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.06701922416687, expected -0.40816906094551086)",
+                    reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:28:52Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.067019462585449, expected -0.40816906094551086)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -285,7 +285,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:51Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.06701922416687, expected -0.40816906094551086)",
+                    reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:28:52Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.067019462585449, expected -0.40816906094551086)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -298,7 +298,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:51Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.06701922416687, expected -0.40816906094551086)",
+                    reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:28:52Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.067019462585449, expected -0.40816906094551086)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -6,43 +6,43 @@
 mod browser {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, features =
         ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, features =
         ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, features =
         ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or SwiftShader with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
-/// qwen2_audio on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:51Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.06701922416687, expected -0.40816906094551086)).
+/// qwen2_audio on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:28:52Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.067019462585449, expected -0.40816906094551086)).
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen2_audio::webgpu::native::`.
 mod native {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:51Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.06701922416687, expected -0.40816906094551086)"
+        "known issue: qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:28:52Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.067019462585449, expected -0.40816906094551086)"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:51Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.06701922416687, expected -0.40816906094551086)"
+        "known issue: qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:28:52Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.067019462585449, expected -0.40816906094551086)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:51Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.06701922416687, expected -0.40816906094551086)"
+        "known issue: qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:28:52Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.067019462585449, expected -0.40816906094551086)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795792646-28463 on vm, 2026-11-27T15:19:51Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.06701922416687, expected -0.40816906094551086)"
+        "known issue: qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:28:52Z): output last_hidden_state: 498 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.659e0; worst at flat index 6: got -2.067019462585449, expected -0.40816906094551086)"
     );
 }
 /// qwen2_audio's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -293,10 +293,9 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_vl_moe on webgpu with browser: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:54:51Z): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)",
+                planned: runtime::Planned::Unsupported {
+                    reason: "qwen3_vl_moe on webgpu with browser: q4f16_matches_reference does not apply (evidence: run 1795851199-22961 on vm, 2026-11-28T07:33:48Z): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)",
                     basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -318,11 +317,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_vl_moe on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:55:16Z): component embed: ONNX Runtime run failed: Non-zero status code returned while running Gather node. Name:'/module/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -332,7 +327,7 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::Unsupported {
-                    reason: "qwen3_vl_moe on webgpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795804895-7542 on vm, 2026-11-27T18:55:22Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    reason: "qwen3_vl_moe on webgpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795849873-5944 on vm, 2026-11-28T07:29:18Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
                     basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {
@@ -343,10 +338,9 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_vl_moe on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795804895-7542 on vm, 2026-11-27T18:55:27Z): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)",
+                planned: runtime::Planned::Unsupported {
+                    reason: "qwen3_vl_moe on webgpu with onnxruntime: q4f16_matches_reference does not apply (evidence: run 1795851199-22961 on vm, 2026-11-28T07:33:48Z): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed)",
                     basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Export),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
