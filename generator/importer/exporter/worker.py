@@ -15,6 +15,8 @@ given by --answers (stdout, which torch and transformers also print to, goes to 
     {"id": 9, "kind": "generation", "job": {...}}  -> the same, for a generation fixture (generation.py)
     {"id": 9, "kind": "cache", "job": {...}}       -> {"id": 9, "ok": true, "result": [{layers, tensors}, ...]}
         (the cache that fixture would hold, as the spec's `cache:` declares it: gen import's)
+    {"id": 9, "kind": "memory", "job": {"spec", "task", "checkpoint"}} -> {"id": 9, "ok": true, "result": {...}}
+        (the architecture at its default size on the meta device: memory.py, for gen memory)
     failure                                        -> {"id": .., "ok": false, "error": "<one line>"}
 """
 
@@ -68,6 +70,7 @@ def main() -> int:
     import components
     import export
     import generation
+    import memory
     import registry
     import torchscript
     from transformers.utils import logging
@@ -133,6 +136,8 @@ def main() -> int:
                 result = None
             elif job["kind"] == "cache":
                 result = generation.measure_cache(job["job"])
+            elif job["kind"] == "memory":
+                result = memory.compute(job["job"])
             else:
                 raise ValueError(f"unknown job kind {job['kind']!r}")
             answer.update(ok=True, result=result)

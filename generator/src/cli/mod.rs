@@ -21,6 +21,7 @@ mod fixtures;
 mod generate;
 mod import;
 mod list;
+mod memory;
 mod report;
 mod results;
 mod show;
@@ -57,6 +58,7 @@ Examples:
   gen results import                load results/*.jsonl into the results database
   gen report --format html --out results/report   the compatibility matrix, every mark naming its records
   gen bench --model bert --platform cpu           latency, throughput, memory and the Rust/Python ratio
+  gen memory --model llama                        parameters, bytes per format and device, cache per token
 
 A model's Rust module is its model_type with `-` and `.` written `_` (and `_`
 appended to a Rust keyword): xlm-roberta is module xlm_roberta.
@@ -104,6 +106,9 @@ pub enum Command {
     /// The compatibility report (Markdown, HTML, JSON) from the results database and the specs (see --help)
     #[command(long_about = report::ABOUT)]
     Report(report::Args),
+    /// What each architecture weighs at its default size, per format and device, and its cache per token (see --help)
+    #[command(long_about = memory::ABOUT)]
+    Memory(memory::Args),
 }
 
 #[derive(Debug, Args)]
@@ -237,5 +242,6 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
         Some(Command::Ci(args)) => ci::run(&cx, args, out),
         Some(Command::Coverage(args)) => coverage::run(&cx, args, out),
         Some(Command::Report(args)) => report::run(&cx, args, out, err),
+        Some(Command::Memory(args)) => memory::run(&cx, args, out, err),
     }
 }

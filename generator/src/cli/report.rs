@@ -100,7 +100,10 @@ pub fn run(
     }
     let started = Instant::now();
     let plan = plan::plan(&specs, &Selection::default()).map_err(|e| format!("error: {e}"))?;
-    let built = report::build(&plan, &db, &args.run)?;
+    let mut built = report::build(&plan, &db, &args.run)?;
+    // The memory section: the figures `gen memory` cached for these specs (no Python runs here).
+    let computed = hwmatrix_importer::memory::cached(&plan, &super::memory::cache_dir())?;
+    built.memory = report::memory::MemorySection::new(super::memory::rows(&plan, computed));
     let formats = if args.format.is_empty() {
         &[Format::Markdown][..]
     } else {

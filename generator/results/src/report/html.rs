@@ -265,6 +265,12 @@ fn export_failures(e: &super::export::ExportFailures) -> Value {
     json!({ "what": e.what, "rows": rows })
 }
 
+/// The memory section: the computed figures per architecture (empty when not computed).
+fn memory(m: &super::memory::MemorySection) -> Value {
+    let (head, rows) = super::memory::table(&m.rows);
+    json!({ "what": m.what, "head": head, "rows": rows })
+}
+
 /// The generation checks: per platform and engine, then the generation column of each generating model.
 fn generation(g: &super::generation::GenerationEvidence) -> Value {
     let engines: Vec<Vec<String>> = g
@@ -369,6 +375,7 @@ pub fn render(report: &Report) -> Result<String, String> {
         "precision": precision(&report.precision),
         "generation": generation(&report.generation),
         "export_failures": export_failures(&report.export_failures),
+        "memory": memory(&report.memory),
         "kernel": kernel_checks(report),
         "engine_disagreements": engine_disagreement_rows(report),
         "stage_names": hwmatrix_cell::Stage::ALL.map(|s| s.name()),

@@ -406,6 +406,16 @@ fn precision_view(p: &super::precision::PrecisionEvidence) -> serde_json::Value 
     json!({ "what": p.what, "table": table, "checkpoints": checkpoints })
 }
 
+/// The memory section: the computed figures per architecture (no rows when not computed).
+fn memory_view(m: &super::memory::MemorySection) -> serde_json::Value {
+    let (head, rows) = super::memory::table(&m.rows);
+    let rows: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|r| r.iter().map(|c| escape(c)).collect())
+        .collect();
+    json!({ "what": m.what, "table": Table { head, rows } })
+}
+
 /// The report as Markdown: `templates/report.md.tera` over a context of text.
 pub fn render(report: &Report) -> Result<String, String> {
     let platforms: Vec<String> = report
@@ -489,6 +499,7 @@ pub fn render(report: &Report) -> Result<String, String> {
         "precision": precision_view(&report.precision),
         "generation": generation_view(&report.generation),
         "export_failures": export_failures_view(&report.export_failures),
+        "memory": memory_view(&report.memory),
         "stages": stage_table(&report.stages),
         "category_platform": matrix_table(&report.matrices.category_platform, &platforms, "category", false),
         "architecture_platform": matrix_table(&report.matrices.architecture_platform, &platforms, "architecture", true),

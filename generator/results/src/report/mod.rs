@@ -15,6 +15,7 @@ pub mod export;
 pub mod generation;
 mod html;
 mod markdown;
+pub mod memory;
 pub mod precision;
 #[cfg(test)]
 mod snapshots;
@@ -376,6 +377,9 @@ pub struct Report {
     pub generation: generation::GenerationEvidence,
     /// The models no platform could run, by what stopped their fixture.
     pub export_failures: export::ExportFailures,
+    /// What each architecture weighs at its default size (computed by `gen memory`, set by
+    /// the caller: empty when it was not computed).
+    pub memory: memory::MemorySection,
     /// Models whose engines that run the same kernels (webgpu's browser and native) disagree.
     pub engine_disagreements: Vec<EngineDisagreement>,
     pub performance: Vec<Performance>,
@@ -538,6 +542,7 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
         precision,
         generation,
         export_failures: export::export_failures(plan),
+        memory: memory::MemorySection::default(),
         engine_disagreements,
         performance,
         recommendations,

@@ -97,11 +97,66 @@ fn small_report() -> Report {
         precision: precision(),
         generation: generation(),
         export_failures: export_failures(),
+        memory: memory(),
         engine_disagreements: engine_disagreements(),
         performance: performance(),
         recommendations: recommendations(),
         cells: cells(),
     }
+}
+
+/// One architecture with its computed figures (a cache with a sliding window), one without.
+fn memory() -> memory::MemorySection {
+    use memory::{CacheFigure, Computed, MemoryRow, Parameters};
+    let weights = [
+        ("fp32", 440_000_000),
+        ("fp16", 220_000_000),
+        ("int8", 111_000_000),
+        ("q4", 150_000_000),
+        ("q4f16", 96_000_000),
+        ("qdq8", 110_000_000),
+    ];
+    memory::MemorySection::new(vec![
+        MemoryRow {
+            model: "bert".into(),
+            category: "text_encoders".into(),
+            computed: Some(Computed {
+                source: "transformers 5.23.0 defaults (BertConfig())".into(),
+                class: "BertModel".into(),
+                parameters: Parameters {
+                    total: 109_482_240,
+                    embedding: 23_835_648,
+                    matmul: 85_524_480,
+                    conv: 0,
+                    bias: 102_912,
+                    other: 19_200,
+                },
+                weights: weights.iter().map(|(f, b)| (f.to_string(), *b)).collect(),
+                rules: BTreeMap::new(),
+                cache: Some(CacheFigure {
+                    per_token_bytes: Some(73_728),
+                    fixed_bytes: Some(0),
+                    at_tokens: BTreeMap::from([
+                        ("2048".into(), 150_994_944),
+                        ("32768".into(), 301_989_888),
+                    ]),
+                    sliding_windows: vec![4096],
+                    method: Some("measured".into()),
+                    error: None,
+                }),
+            }),
+            why_none: None,
+        },
+        MemoryRow {
+            model: "layoutlmv2".into(),
+            category: "multimodal".into(),
+            computed: None,
+            why_none: Some(
+                "ImportError: LayoutLMv2Model requires the detectron2 library | <its> \"docs\""
+                    .into(),
+            ),
+        },
+    ])
 }
 
 /// One run on one host, six records.
