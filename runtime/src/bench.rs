@@ -13,7 +13,7 @@ use crate::error::{CheckError, ErrorKind};
 use crate::fixture::{Fixture, Shape};
 use crate::record::{self, FixtureRecord, Outcome, Timing};
 use crate::tensor::{Data, Tensor};
-use crate::{Cell, Engine, ExecutionProvider};
+use crate::{Cell, Engine, ExecutionProvider, Precision};
 pub use hwmatrix_record::{Bench, GenerationBench, GenerationPython, Latency, Python, Throughput};
 
 #[derive(Clone, Debug)]
@@ -24,6 +24,9 @@ pub struct Options {
     pub batches: Vec<usize>,
     /// Python with onnxruntime, for the comparison (ONNX Runtime cpu cells); None skips it.
     pub python: Option<PathBuf>,
+    /// A precision variant's graph (`model.int8.onnx`...) instead of float32's; the
+    /// generation loop (float32 only) is then not timed.
+    pub precision: Option<Precision>,
 }
 
 fn latency(mut times: Vec<f64>) -> Latency {
@@ -64,6 +67,9 @@ fn tile(tensor: &Tensor, batch: usize) -> Tensor {
 /// measured, if a step fails).
 pub fn run(cell: &Cell, options: &Options) -> Result<Bench, CheckError> {
     let mut rec = crate::record::blank(cell, "bench");
+    if let Some(precision) = options.precision {
+        rec.precision = precision.name().into();
+    }
     let result = measure(cell, options, &mut rec);
     match &result {
         Ok(bench) => {
@@ -106,7 +112,11 @@ fn measure(cell: &Cell, options: &Options, rec: &mut record::Record) -> Result<B
         cache_key: fixture.meta.cache_key.clone(),
     });
     let inputs = fixture.inputs(Shape::Export)?;
-    let mut session = engine::open(cell, &fixture, None, Mode::Timed)?;
+    let graph = match options.precision {
+        Some(precision) => fixture.model_precision(precision)?,
+        None => fixture.model_onnx(),
+    };
+    let mut session = engine::open(cell, &fixture, options.precision, Mode::Timed)?;
     rec.library = Some(session.library());
     let threads = session.threads();
     let timed = |session: &mut Box<dyn engine::Session>,
@@ -156,8 +166,8 @@ fn measure(cell: &Cell, options: &Options, rec: &mut record::Record) -> Result<B
         .collect();
     drop(session);
     let generation = match cell.generation {
-        Some(_) => Some(generation(cell, options, threads)?),
-        None => None,
+        Some(_) if options.precision.is_none() => Some(generation(cell, options, threads)?),
+        _ => None,
     };
     let python = match (&options.python, cell.engine) {
         (
@@ -169,7 +179,7 @@ fn measure(cell: &Cell, options: &Options, rec: &mut record::Record) -> Result<B
         ) => {
             let py = python_onnxruntime(
                 python,
-                &fixture.model_onnx(),
+                &graph,
                 &fixture.dir.join("inputs"),
                 options,
                 threads,
@@ -187,6 +197,7 @@ fn measure(cell: &Cell, options: &Options, rec: &mut record::Record) -> Result<B
         latency,
         throughput,
         peak_rss_kb: record::peak_rss_kb(),
+        model_bytes: std::fs::metadata(&graph).ok().map(|m| m.len()),
         python,
         warmup_runs: options.warmup,
         threads,

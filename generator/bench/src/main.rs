@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use runtime::bench::{self, Options};
 
 const USAGE: &str = "usage: hwmatrix-bench --model MODEL_TYPE --platform PLATFORM [--engine onnxruntime|libtorch|browser] \
-[--runs N (50)] [--warmup N (5)] [--batch 1,2,4,8] [--python PATH | --no-python]";
+[--precision fp16|int8|q4|q4f16|qdq8] [--runs N (50)] [--warmup N (5)] [--batch 1,2,4,8] [--python PATH | --no-python]";
 
 struct Args {
     model: String,
@@ -26,6 +26,7 @@ fn parse() -> Result<Args, String> {
         runs: 50,
         batches: vec![1, 2, 4, 8],
         python: Some(runtime::paths::python()),
+        precision: None,
     };
     while let Some(flag) = args.next() {
         let mut value = || {
@@ -52,6 +53,17 @@ fn parse() -> Result<Args, String> {
             }
             "--python" => options.python = Some(PathBuf::from(value()?)),
             "--no-python" => options.python = None,
+            "--precision" => {
+                let name = value()?;
+                options.precision = Some(
+                    runtime::Precision::ALL
+                        .into_iter()
+                        .find(|p| p.name() == name)
+                        .ok_or_else(|| {
+                            format!("--precision {name}: one of fp16, int8, q4, q4f16, qdq8")
+                        })?,
+                )
+            }
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }

@@ -11,8 +11,9 @@ over --runs after --warmup), throughput at each --batch size (the fixture's
 batch-1 inputs tiled), the process's peak resident memory, and for ONNX
 Runtime cpu cells the same model, inputs and threads (1) through Python's
 onnxruntime in the exporter venv: the Rust/Python ratio of median time per
-inference. Written as a `bench` record (results/), which gen report shows
-under performance.
+inference. --precision benchmarks a format's graph (model.int8.onnx...) the
+same way; the record keeps the file's size. Written as a `bench` record
+(results/), which gen report shows under performance.
 
 Builds and runs hwmatrix-bench in release mode with the platform's cargo
 feature (a platform's engines are compiled in only with it):
@@ -35,6 +36,9 @@ pub struct Args {
     /// Skip the Python onnxruntime comparison
     #[arg(long)]
     no_python: bool,
+    /// Benchmark a precision variant's graph (fp16, int8, q4, q4f16, qdq8) instead of float32's
+    #[arg(long, value_name = "FORMAT")]
+    precision: Option<String>,
 }
 
 /// `gen bench`: builds hwmatrix-bench with the platform's feature and runs it.
@@ -88,6 +92,9 @@ pub fn run(
     ]);
     if args.no_python {
         command.arg("--no-python");
+    }
+    if let Some(precision) = &args.precision {
+        command.args(["--precision", precision]);
     }
     let _ = writeln!(
         err,

@@ -249,9 +249,11 @@ fn print_table(head: &[String], rows: &[Vec<String>], out: &mut dyn Write) {
 fn against(computed: &Computed, fixture: &Path, out: &mut dyn Write) -> Result<i32, String> {
     let _ = writeln!(
         out,
-        "\ncomputed against {}:\nformat  computed  file  error  bound",
+        "\ncomputed against the files of {}:",
         fixture.display()
     );
+    let head = ["format", "computed", "file", "error", "bound"].map(String::from);
+    let mut rows = Vec::new();
     let mut beyond = Vec::new();
     for format in FORMATS {
         let name = if format == "fp32" {
@@ -259,11 +261,15 @@ fn against(computed: &Computed, fixture: &Path, out: &mut dyn Write) -> Result<i
         } else {
             format!("model.{format}.onnx")
         };
-        let Ok(meta) = std::fs::metadata(fixture.join(&name)) else {
-            let _ = writeln!(out, "{format}  -  no {name}");
-            continue;
-        };
-        let Some(&bytes) = computed.weights.get(format) else {
+        let (Ok(meta), Some(&bytes)) = (
+            std::fs::metadata(fixture.join(&name)),
+            computed.weights.get(format),
+        ) else {
+            rows.push(vec![
+                format.to_string(),
+                String::new(),
+                format!("no {name}"),
+            ]);
             continue;
         };
         let file = meta.len();
@@ -273,26 +279,26 @@ fn against(computed: &Computed, fixture: &Path, out: &mut dyn Write) -> Result<i
         } else {
             FORMAT_BOUND
         };
-        let _ = writeln!(
-            out,
-            "{format}  {}  {}  {:+.2}%  {:.0}%",
-            bytes,
-            file,
-            error * 100.0,
-            bound * 100.0
-        );
+        rows.push(vec![
+            format.to_string(),
+            bytes.to_string(),
+            file.to_string(),
+            format!("{:+.2}%", error * 100.0),
+            format!("{:.0}%", bound * 100.0),
+        ]);
         if error.abs() > bound {
             beyond.push(format!("{format} ({:+.2}%)", error * 100.0));
         }
     }
+    print_table(&head, &rows, out);
     if beyond.is_empty() {
-        Ok(0)
-    } else {
-        let _ = writeln!(
-            out,
-            "error: computed bytes beyond their bound for {}\n  help: memory.py's FORMAT_RULES say how each converter stores a parameter; compare them with the file's initializers (python -c \"import onnx; ...\")",
-            beyond.join(", ")
-        );
-        Ok(1)
+        return Ok(0);
     }
+    let _ = writeln!(
+        out,
+        "error: computed bytes beyond their bound for {}\n  help: is {} built from this checkpoint (`gen fixtures --checkpoint`)? memory.py's FORMAT_RULES say how each converter stores a parameter: compare them with the file's initializers",
+        beyond.join(", "),
+        fixture.display()
+    );
+    Ok(1)
 }

@@ -37,6 +37,9 @@ pub struct Bench {
     pub throughput: Vec<Throughput>,
     /// VmHWM of this process: the model's session, its runs and the runtime itself.
     pub peak_rss_kb: Option<u64>,
+    /// The size of the ONNX file benchmarked (the record's precision: float32's or a variant's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_bytes: Option<u64>,
     pub python: Option<Python>,
     pub warmup_runs: usize,
     pub threads: Threads,

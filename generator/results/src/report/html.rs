@@ -338,7 +338,8 @@ fn precision(p: &super::precision::PrecisionEvidence) -> Value {
             )
         })
         .collect();
-    json!({ "what": p.what, "rows": rows, "checkpoints": checkpoints })
+    let (format_head, format_rows) = super::precision::format_cells(&p.formats);
+    json!({ "what": p.what, "rows": rows, "checkpoints": checkpoints, "format_head": format_head, "formats": format_rows })
 }
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:.5em 0 1.5em}\

@@ -403,7 +403,12 @@ fn precision_view(p: &super::precision::PrecisionEvidence) -> serde_json::Value 
             )
         })
         .collect();
-    json!({ "what": p.what, "table": table, "checkpoints": checkpoints })
+    let (head, rows) = super::precision::format_cells(&p.formats);
+    let rows = rows
+        .into_iter()
+        .map(|r| r.iter().map(|c| escape(c)).collect())
+        .collect();
+    json!({ "what": p.what, "table": table, "checkpoints": checkpoints, "formats": Table { head, rows } })
 }
 
 /// The memory section: the computed figures per architecture (no rows when not computed).

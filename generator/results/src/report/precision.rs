@@ -80,11 +80,133 @@ impl CheckpointRecord {
     }
 }
 
+/// One format of a real checkpoint on ONNX Runtime's CPU provider: what it saves (its
+/// file) and costs (`gen bench --precision`), and what it keeps (its precision check),
+/// from the records of the same fixture.
+#[derive(Debug, Serialize)]
+pub struct FormatRow {
+    pub model: String,
+    pub checkpoint: String,
+    pub precision: String,
+    pub file_bytes: Option<u64>,
+    /// Median latency here and through Python's onnxruntime (same graph, inputs, threads).
+    pub median_ms: Option<f64>,
+    pub python_ms: Option<f64>,
+    pub worst_cosine: Option<f64>,
+    pub rel_l2: Option<f64>,
+    pub top1: Option<f64>,
+    pub records: Vec<String>,
+}
+
 #[derive(Debug, Serialize)]
 pub struct PrecisionEvidence {
     pub what: String,
     pub rows: Vec<PrecisionRow>,
     pub checkpoints: Vec<CheckpointRecord>,
+    /// The formats of each real checkpoint side by side (the seeds' typed savings, measured).
+    pub formats: Vec<FormatRow>,
+}
+
+/// The formats table: every cpu ONNX Runtime bench or precision record of a real
+/// checkpoint's fixture, one row per (model, checkpoint, format), float32 first.
+fn formats(checkpoint_evidence: &[Evidence]) -> Vec<FormatRow> {
+    let mut rows: BTreeMap<(String, String, usize, String), FormatRow> = BTreeMap::new();
+    for e in checkpoint_evidence
+        .iter()
+        .filter(|e| e.platform == "cpu" && e.engine_kind == "onnxruntime")
+    {
+        let Some(checkpoint) = checkpoint_of(e) else {
+            continue;
+        };
+        let is_bench = e.check == super::BENCH;
+        if !is_bench && (e.precision == "float32" || e.engine_kind == KERNEL_ENGINE) {
+            continue;
+        }
+        let order = FORMAT_ORDER
+            .iter()
+            .position(|p| *p == e.precision)
+            .unwrap_or(FORMAT_ORDER.len());
+        let row = rows
+            .entry((
+                e.model.clone(),
+                checkpoint.clone(),
+                order,
+                e.precision.clone(),
+            ))
+            .or_insert_with(|| FormatRow {
+                model: e.model.clone(),
+                checkpoint,
+                precision: e.precision.clone(),
+                file_bytes: None,
+                median_ms: None,
+                python_ms: None,
+                worst_cosine: None,
+                rel_l2: None,
+                top1: None,
+                records: Vec::new(),
+            });
+        if let Some(bench) = e.body.bench.as_ref().filter(|_| is_bench) {
+            row.file_bytes = bench.model_bytes;
+            row.median_ms = Some(bench.latency.median_ms);
+            row.python_ms = bench.python.as_ref().map(|p| p.latency.median_ms);
+        } else {
+            (row.worst_cosine, row.rel_l2, row.top1) = worst_agreement(e);
+        }
+        row.records.push(e.record.clone());
+    }
+    rows.into_values().collect()
+}
+
+/// The formats in the order the tables show them.
+const FORMAT_ORDER: [&str; 6] = ["float32", "fp16", "int8", "q4", "q4f16", "qdq8"];
+
+/// The formats table's cells, shared by both renderings: sizes in MB and against float32's file.
+pub fn format_cells(rows: &[FormatRow]) -> (Vec<String>, Vec<Vec<String>>) {
+    let head = [
+        "model",
+        "checkpoint",
+        "format",
+        "file",
+        "vs float32",
+        "cpu median ms",
+        "Python ms",
+        "worst-row cosine",
+        "relative L2",
+        "top-1",
+    ]
+    .map(String::from)
+    .to_vec();
+    let float32 = |row: &FormatRow| {
+        rows.iter()
+            .find(|r| {
+                r.model == row.model && r.checkpoint == row.checkpoint && r.precision == "float32"
+            })
+            .and_then(|r| r.file_bytes)
+    };
+    let ms = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
+    let body = rows
+        .iter()
+        .map(|row| {
+            vec![
+                row.model.clone(),
+                row.checkpoint.clone(),
+                row.precision.clone(),
+                row.file_bytes
+                    .map(|b| format!("{:.1} MB", b as f64 / 1e6))
+                    .unwrap_or_default(),
+                match (row.file_bytes, float32(row)) {
+                    (Some(b), Some(f)) if f > 0 => format!("{:.0}%", b as f64 * 100.0 / f as f64),
+                    _ => String::new(),
+                },
+                ms(row.median_ms),
+                ms(row.python_ms),
+                figure(row.worst_cosine),
+                figure(row.rel_l2),
+                row.top1.map(|t| format!("{t:.3}")).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    (head, body)
 }
 
 const WHAT: &str = "Each precision check runs the fixture's variant in that format (made by the standard tool with its users' settings) on the platform's engine and compares it with the float32 reference: worst row cosine and relative L2 per output, top-1 for logits. On tiny random weights this is the deviation of the format on the engine, never a verdict on a spec's web_quantization rating; only records on a real checkpoint are rating evidence";
@@ -225,5 +347,6 @@ pub fn precision_evidence(
         what: WHAT.into(),
         rows,
         checkpoints,
+        formats: formats(checkpoint_evidence),
     }
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use hwmatrix_specs::spec::Support;
 
 use super::generation::{GenerationEngine, GenerationEvidence, GenerationRow};
-use super::precision::{CheckpointRecord, PrecisionEvidence, PrecisionRow};
+use super::precision::{CheckpointRecord, FormatRow, PrecisionEvidence, PrecisionRow};
 use super::*;
 
 fn counts(of: &[(Status, usize)]) -> Counts {
@@ -300,6 +300,22 @@ fn precision() -> PrecisionEvidence {
             rating: Some("good".into()),
             record: "r-int8".into(),
         }],
+        formats: ["float32", "int8"]
+            .iter()
+            .enumerate()
+            .map(|(i, p)| FormatRow {
+                model: "bert".into(),
+                checkpoint: "checkpoint:all-MiniLM-L6-v2".into(),
+                precision: p.to_string(),
+                file_bytes: Some(90_958_067 / (1 + 3 * i as u64)),
+                median_ms: Some(1.25 - 0.5 * i as f64),
+                python_ms: Some(1.2 - 0.5 * i as f64),
+                worst_cosine: (i == 1).then_some(0.9838),
+                rel_l2: (i == 1).then_some(0.142),
+                top1: None,
+                records: vec![format!("r-bench-{p}")],
+            })
+            .collect(),
     }
 }
 
