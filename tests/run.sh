@@ -28,7 +28,8 @@
 #   7. partitioned runs (tests/partitions.sh) merge into one run's report; gen bench
 #      of bert's cpu cell (the Rust/Python ratio)
 #   8. this run's records into the results database (results/hwmatrix.sqlite), and
-#      gen report of them in results/report/ (every passed cell's records verified)
+#      gen report of them in results/report/ (every passed cell's records verified),
+#      with each architecture's size per format (gen memory, computed beside step 5)
 #
 # Caches live outside the checkout (HWMATRIX_CACHE, default ~/.cache/hwmatrix):
 # venv/, fixtures/ and target/<checkout key>/, a cargo target folder per
@@ -192,6 +193,11 @@ step "webgpu's quantization checks: each model's weights at 16, 8, 4, 2 bits and
 cargo test --locked -p runtime --features wgpu,browser --lib 2>&1 | tee -a "$log"
 cargo test --locked -p generated --features webgpu,webnn -- ::webgpu::wgpu:: 2>&1 | tee -a "$log"
 
+# What each architecture weighs at its default size (gen memory: the exporter's Python builds
+# it on PyTorch's meta device, one worker, cached per spec under $cache/memory), for the
+# report's memory section; beside the web cells, whose browser leaves a core mostly idle.
+in_background "the memory figures (gen memory --all)" "$gen" memory --all --jobs 1
+
 step "the web cells (webnn and webgpu, in Chromium and natively) of the high-priority models"
 web_filters=()
 native_filters=()
@@ -246,6 +252,7 @@ cargo run --quiet --locked -p generator --bin gen -- bench --model bert --platfo
 # Every record this run wrote (one run id for the whole run) into the results
 # database, which keeps the history of earlier runs; then the report of this
 # run, and proof that each passed cell names records the database holds.
+join_background "the memory figures (gen memory --all)"
 step "the report: this run's records into results/hwmatrix.sqlite, gen report (Markdown, HTML, JSON) in results/report/"
 cargo run --quiet --locked -p generator --bin gen -- results import
 cargo run --quiet --locked -p generator --bin gen -- report --run "$HWMATRIX_RUN_ID" --format markdown --format html --format json --out results/report
