@@ -172,10 +172,11 @@ pub fn table(rows: &[MemoryRow]) -> (Vec<String>, Vec<Vec<String>>) {
         .iter()
         .map(|row| {
             let Some(c) = &row.computed else {
+                // The whole reason is in the JSON report and `gen memory --model M`.
                 let mut cells = vec![
                     row.model.clone(),
                     "-".into(),
-                    row.why_none.clone().unwrap_or_default(),
+                    super::shorten(row.why_none.as_deref().unwrap_or_default(), 90),
                 ];
                 cells.resize(head.len(), String::new());
                 return cells;
