@@ -88,8 +88,14 @@ for platform, precision in wanted:
             if not a or a.get("cosine_min") is None or a.get("rel_l2") is None:
                 sys.exit(f"error: bert's {precision} record on all-MiniLM-L6-v2 has no agreement metrics for {out['output']}: {out}")
             top1 = f", top-1 {a['top1']:.3f}" if a.get("top1") is not None else ", no logits (no top-1)"
+            pooled = a.get("pooled_cosine_min")
+            sentence = f", mean-pooled embedding cosine {pooled:.4f} (worst sentence)" if pooled is not None else ""
             print(f"all-MiniLM-L6-v2 {precision} on {platform} ({r['engine_kind']}) {r['status']}: {out['output']} worst-row cosine {a['cosine_min']:.4f} "
-                  f"(mean {a['cosine_mean']:.4f}), relative L2 {a['rel_l2']:.4f}{top1}, max abs error {out['max_abs']:.3g}")
+                  f"(mean {a['cosine_mean']:.4f}), relative L2 {a['rel_l2']:.4f}{top1}{sentence}, max abs error {out['max_abs']:.3g}")
+            # The int8 users ship keeps the sentence embedding (docs/quantization.md, "The int8 recipe").
+            if platform == "cpu" and precision == "int8" and out["output"] == "last_hidden_state" and (pooled is None or pooled < 0.99):
+                sys.exit(f"error: int8 on all-MiniLM-L6-v2 keeps a mean-pooled embedding cosine of {pooled}, below 0.99: "
+                         "the int8 recipe (export.py's variant_int8) lost what its users measure")
 PY
 # OpenVINO's session on the same trained weights (its float32 checks; their records keep the
 # session's memory, compared with the computed size below).

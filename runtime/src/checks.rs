@@ -671,7 +671,11 @@ fn judge_output(
     let dev: Deviation = compare::deviation(judged_actual, judged_expected, tolerance)
         .map_err(|e| CheckError::new(ErrorKind::OutputMismatch, format!("output {name}: {e}")))?;
     let spread = compare::spread(judged_expected, tolerance);
-    let agreement = compare::agreement(name, feature_rows, judged_actual, judged_expected);
+    let agreement =
+        compare::agreement(name, feature_rows, judged_actual, judged_expected).map(|mut a| {
+            a.pooled_cosine_min = compare::pooled_cosine_min(axes, actual, expected, mask);
+            a
+        });
     let positions = selected.as_ref().map(|(_, e)| {
         format!(
             " (the {} positions the attention mask keeps, of {})",

@@ -179,7 +179,53 @@ pub fn agreement(
         rel_l2,
         top1: (name.contains("logits") && width >= 2)
             .then(|| top1_kept as f64 / all_rows.max(1) as f64),
+        pooled_cosine_min: None,
     })
+}
+
+/// The worst batch item's cosine between the mean-pooled features of `actual` and of
+/// `expected`, for an output laid out `[batch, sequence, hidden]`, pooled over the
+/// positions `mask` (`[batch, sequence]`) keeps, every position where there is none:
+/// the sentence embedding a sentence encoder's users compare. None for another layout
+/// or dtype.
+pub fn pooled_cosine_min(
+    output_axes: &[&str],
+    actual: &Tensor,
+    expected: &Tensor,
+    mask: Option<&Tensor>,
+) -> Option<f64> {
+    let laid_out = output_axes.len() == 3
+        && output_axes[..2] == ["batch", "sequence"]
+        && output_axes[2] == "hidden";
+    if !laid_out || actual.shape != expected.shape || expected.shape.len() != 3 {
+        return None;
+    }
+    if !expected.dtype().is_float() || expected.is_empty() {
+        return None;
+    }
+    let (batch, sequence, hidden) = (expected.shape[0], expected.shape[1], expected.shape[2]);
+    let keep: Vec<bool> = match mask {
+        Some(m) if m.shape == [batch, sequence] => m.values().iter().map(|v| *v != 0.0).collect(),
+        _ => vec![true; batch * sequence],
+    };
+    let (a, e) = (actual.values(), expected.values());
+    let pooled = |values: &[f64], item: usize| -> Vec<f64> {
+        let mut sum = vec![0.0; hidden];
+        for position in (0..sequence).filter(|p| keep[item * sequence + p]) {
+            let row = &values[(item * sequence + position) * hidden..][..hidden];
+            sum.iter_mut().zip(row).for_each(|(s, v)| *s += v);
+        }
+        sum
+    };
+    (0..batch)
+        .filter(|item| keep[item * sequence..][..sequence].contains(&true))
+        .map(|item| {
+            let (pa, pe) = (pooled(&a, item), pooled(&e, item));
+            let dot: f64 = pa.iter().zip(&pe).map(|(x, y)| x * y).sum();
+            let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+            dot / (norm(&pa) * norm(&pe))
+        })
+        .reduce(f64::min)
 }
 
 /// Which positions of an output the attention mask keeps, where the output is
@@ -336,6 +382,30 @@ mod tests {
             data: Data::Int64(vec![0, 0]),
         };
         assert!(deviation(&f32s(&[2], &[0.0, 0.0]), &ints, TOL).is_err());
+    }
+
+    #[test]
+    fn the_pooled_cosine_compares_sentence_embeddings_over_kept_positions() {
+        let t = |v: Vec<f32>| Tensor {
+            shape: vec![1, 3, 2],
+            data: Data::Float32(v),
+        };
+        let axes = ["batch", "sequence", "hidden"];
+        let expected = t(vec![1.0, 0.0, 1.0, 0.0, 0.0, 9.0]);
+        // The padded third position is wildly off: outside the mask it does not count.
+        let actual = t(vec![1.0, 0.0, 1.0, 0.0, 9.0, 0.0]);
+        let mask = Tensor {
+            shape: vec![1, 3],
+            data: Data::Int64(vec![1, 1, 0]),
+        };
+        let kept = pooled_cosine_min(&axes, &actual, &expected, Some(&mask)).unwrap();
+        assert!((kept - 1.0).abs() < 1e-12, "{kept}");
+        let all = pooled_cosine_min(&axes, &actual, &expected, None).unwrap();
+        assert!(all < 0.3, "{all}");
+        assert_eq!(
+            pooled_cosine_min(&["batch", "channels", "height"], &actual, &expected, None),
+            None
+        );
     }
 
     #[test]

@@ -100,4 +100,10 @@ pub struct Agreement {
     /// For logits (an output named `*logits*`): the fraction of rows whose argmax is the reference's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub top1: Option<f64>,
+    /// For an output laid out [batch, sequence, hidden]: the worst batch item's cosine
+    /// between its mean-pooled features and the reference's, pooled over the positions the
+    /// attention mask keeps (the sentence embedding sentence encoders' users compare).
+    /// Recorded, not judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooled_cosine_min: Option<f64>,
 }
