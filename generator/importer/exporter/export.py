@@ -818,20 +818,12 @@ def make_variant(name: str, make, tmp: Path) -> dict:
 
 
 def variant_int8(tmp: Path, path: Path) -> str:
-    """ONNX Runtime's dynamic quantization, per channel, with uint8 weights (asymmetric: a scale
-    and a zero point per output channel), activations quantized at run time: the call users
-    write for CPU inference, and transformers.js's weight type wherever a graph has
-    convolutions (onnxruntime-web has no ConvInteger for int8 weights).
-    What loses accuracy is symmetric weights, QInt8's default: on all-MiniLM-L6-v2 and ten
-    sentences (mean-pooled embeddings against float32), per channel, symmetric int8 keeps a
-    worst cosine of 0.9907 and relative L2 0.243 of the hidden states; asymmetric (uint8, or
-    int8 with WeightSymmetric off: the same figures) 0.9926 and 0.142; per tensor, symmetric
-    (transformers.js's q8 for a graph without convolutions) 0.960 and 0.303; reduce_range
-    0.9907 and 0.415 (docs/quantization.md)."""
+    """ONNX Runtime's dynamic quantization, per channel: int8 weights with a scale per output
+    channel, activations quantized at run time, as users quantize for CPU inference."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(tmp / "model.onnx"), str(path), weight_type=QuantType.QUInt8, per_channel=True)
-    return "onnxruntime.quantization.quantize_dynamic, weight_type QUInt8 (asymmetric), per_channel"
+    quantize_dynamic(str(tmp / "model.onnx"), str(path), weight_type=QuantType.QInt8, per_channel=True)
+    return "onnxruntime.quantization.quantize_dynamic, weight_type QInt8, per_channel"
 
 
 def variant_fp16(tmp: Path, path: Path) -> str:

@@ -32,8 +32,8 @@ def recipes():
     from onnxruntime.quantization import QuantType
 
     return {
-        "per channel, int8 symmetric (our recipe before; the weights of optimum's avx512_vnni preset)": dict(weight_type=QuantType.QInt8, per_channel=True),
-        "per channel, uint8 asymmetric (our recipe)": dict(weight_type=QuantType.QUInt8, per_channel=True),
+        "per channel, int8 symmetric (our recipe: the weights of optimum's avx512_vnni preset)": dict(weight_type=QuantType.QInt8, per_channel=True),
+        "per channel, uint8 asymmetric (quantize_dynamic with QUInt8)": dict(weight_type=QuantType.QUInt8, per_channel=True),
         "per channel, int8 asymmetric": dict(weight_type=QuantType.QInt8, per_channel=True, extra_options={"WeightSymmetric": False}),
         "per channel, uint8 symmetric (the weights of optimum's avx2 preset)": dict(weight_type=QuantType.QUInt8, per_channel=True, extra_options={"WeightSymmetric": True}),
         "per channel, int8 symmetric, reduce_range": dict(weight_type=QuantType.QInt8, per_channel=True, reduce_range=True),

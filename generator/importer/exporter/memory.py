@@ -29,7 +29,7 @@ import torch
 FORMAT_RULES = {
     "fp32": "every parameter in 4 bytes",
     "fp16": "every parameter in 2 bytes (convert_float_to_float16)",
-    "int8": "matrix products, convolutions and embeddings in 1 byte with a float32 scale and a uint8 zero point per "
+    "int8": "matrix products, convolutions and embeddings in 1 byte with a float32 scale and an int8 zero point per "
             "output channel (quantize_dynamic, per channel); the rest in 4 bytes",
     "q4": "matrix products in 4 bits with a float32 scale per block of 32 (MatMulNBits, symmetric: no zero points); "
           "the rest in 4 bytes",

@@ -33,7 +33,7 @@ class MemoryRulesTest(unittest.TestCase):
         total = 40 + 256 + 18 + 68 + 4
         self.assertEqual(weights["fp32"], 4 * total)
         self.assertEqual(weights["fp16"], 2 * total)
-        # int8: 1 byte each plus a float32 scale and a uint8 zero point per output channel.
+        # int8: 1 byte each plus a float32 scale and an int8 zero point per output channel.
         self.assertEqual(weights["int8"], (40 + 5 * 10) + (256 + 5 * 64) + (18 + 5 * 2) + 4 * (68 + 4))
         # q4: matrix products in half a byte and a float32 scale per block of 32; the rest float32.
         self.assertEqual(weights["q4"], 128 + 8 * 4 + 4 * (40 + 18 + 68 + 4))

@@ -348,9 +348,8 @@ pub enum Precision {
     /// float16 (ONNX Runtime's `convert_float_to_float16`, float32 inputs and
     /// outputs), for the platforms whose hardware computes in float16.
     Fp16,
-    /// ONNX Runtime's dynamic quantization, per channel: 8-bit weights, uint8 and
-    /// asymmetric (a scale and a zero point per output channel), activations
-    /// quantized at run time.
+    /// ONNX Runtime's dynamic quantization, per channel: int8 weights (a scale
+    /// per output channel), activations quantized at run time.
     Int8,
     /// 4-bit weights in blocks of 32 (ONNX Runtime's `MatMulNBitsQuantizer`,
     /// symmetric): transformers.js's q4, which onnxruntime-web's WebGPU
