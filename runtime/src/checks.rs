@@ -16,7 +16,7 @@ use crate::record::{
     self, DeviationRecord, FixtureRecord, Memory, Outcome, OutputDeviation, Record, Timing, Worst,
 };
 use crate::tensor::Tensor;
-use crate::{AgreementBound, Basis, BrowserBackend, Cell, Engine, Precision, Stage, Tolerance};
+use crate::{AgreementBound, Basis, Cell, Engine, Precision, Stage, Tolerance};
 use hwmatrix_platforms::{self as platforms, Availability};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -345,15 +345,7 @@ pub(crate) fn generation_decl(cell: &Cell) -> Result<&'static crate::GenerationD
 /// its placements verified like every check's.
 fn generation_loop(cell: &Cell, evidence: &mut Evidence) -> Result<(), CheckError> {
     use crate::generation::{GenerationFixture, GenerationRecord};
-    let mut fixture = GenerationFixture::open(cell.model, generation_decl(cell)?)?;
-    // WebNN builds no graph over a zero-size tensor: its first step's session never opened.
-    if let Engine::Browser {
-        backend: BrowserBackend::Webnn,
-        ..
-    } = cell.engine
-    {
-        fixture.empty_cache = crate::generation::EmptyCache::OneMaskedPosition;
-    }
+    let fixture = GenerationFixture::open(cell.model, generation_decl(cell)?)?;
     evidence.fixture = Some(FixtureRecord {
         dir: fixture.dir.display().to_string(),
         source: fixture.meta.source.clone(),
