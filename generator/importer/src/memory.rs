@@ -31,7 +31,7 @@ pub fn cached(plan: &Plan, cache: &Path) -> Result<Vec<(String, Computed)>, Stri
             let model = model_plan.model;
             let name = model.spec.model_type.clone();
             let key = key(&job(model, None)?, &source, &requirements, None)?;
-            let found = read_cached(&file(cache, &name), &key).unwrap_or_else(|| {
+            let found = read_cached(&file(cache, &name, None), &key).unwrap_or_else(|| {
                 Err("not computed for this spec yet: run `gen memory --all`".into())
             });
             Ok((name, found))
@@ -51,7 +51,7 @@ fn sources() -> Result<(Vec<u8>, Vec<u8>), String> {
 /// The figures of every model of the plan, in plan order: cached ones read,
 /// the others computed by `workers` Python processes and cached.
 /// `checkpoint`: a pretrained folder whose config.json replaces the defaults
-/// (one model only; never cached beside the defaults' figures).
+/// (cached in a file of its own, under a key that covers that config).
 pub fn compute(
     plan: &Plan,
     cache: &Path,
@@ -60,12 +60,6 @@ pub fn compute(
     checkpoint: Option<&Path>,
     log: &mut dyn Write,
 ) -> Result<Vec<(String, Computed)>, String> {
-    if !python.exists() {
-        return Err(format!(
-            "no Python for the exporter at {}: run `bash tests/setup.sh exporter` once, or set HWMATRIX_PYTHON",
-            python.display()
-        ));
-    }
     let (source, requirements) = sources()?;
     std::fs::create_dir_all(cache).map_err(|e| format!("{}: {e}", cache.display()))?;
     let mut results: Vec<(String, Option<Computed>)> = Vec::new();
@@ -76,12 +70,9 @@ pub fn compute(
         let name = model.spec.model_type.clone();
         let job = job(model, checkpoint)?;
         let key = key(&job, &source, &requirements, checkpoint)?;
-        match checkpoint
-            .is_none()
-            .then(|| read_cached(&file(cache, &name), &key))
-        {
-            Some(Some(found)) => results.push((name, Some(found))),
-            _ => {
+        match read_cached(&file(cache, &name, checkpoint), &key) {
+            Some(found) => results.push((name, Some(found))),
+            None => {
                 keys.push((results.len(), key));
                 jobs.push((name.clone(), json!({"kind": "memory", "job": job})));
                 results.push((name, None));
@@ -89,6 +80,12 @@ pub fn compute(
         }
     }
     if !jobs.is_empty() {
+        if !python.exists() {
+            return Err(format!(
+                "no Python for the exporter at {}: run `bash tests/setup.sh exporter` once, or set HWMATRIX_PYTHON",
+                python.display()
+            ));
+        }
         let pool = Pool {
             python: python.to_path_buf(),
             workers,
@@ -108,9 +105,7 @@ pub fn compute(
                     continue;
                 }
             };
-            if checkpoint.is_none() {
-                write_cached(&file(cache, &name), &key, &computed)?;
-            }
+            write_cached(&file(cache, &name, checkpoint), &key, &computed)?;
             results[index].1 = Some(computed);
         }
     }
@@ -157,8 +152,12 @@ fn key(
         .collect())
 }
 
-fn file(cache: &Path, model_type: &str) -> PathBuf {
-    cache.join(format!("{model_type}.json"))
+/// A model's cached figures: the defaults' in `<model_type>.json`, a checkpoint's beside them.
+fn file(cache: &Path, model_type: &str, checkpoint: Option<&Path>) -> PathBuf {
+    match checkpoint {
+        None => cache.join(format!("{model_type}.json")),
+        Some(_) => cache.join(format!("{model_type}.checkpoint.json")),
+    }
 }
 
 /// A cached answer under this key, else None (absent, another key, unreadable).
@@ -193,7 +192,7 @@ mod tests {
     fn a_cached_answer_counts_only_under_its_own_key() {
         let dir = std::env::temp_dir().join(format!("hwmatrix-memory-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let path = file(&dir, "bert");
+        let path = file(&dir, "bert", None);
         write_cached(&path, "k1", &Ok(json!({"parameters": {"total": 3}}))).unwrap();
         assert_eq!(
             read_cached(&path, "k1"),

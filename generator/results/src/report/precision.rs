@@ -119,7 +119,7 @@ fn formats(checkpoint_evidence: &[Evidence]) -> Vec<FormatRow> {
             continue;
         };
         let is_bench = e.check == super::BENCH;
-        if !is_bench && (e.precision == "float32" || e.engine_kind == KERNEL_ENGINE) {
+        if !is_bench && e.precision == "float32" {
             continue;
         }
         let order = FORMAT_ORDER
