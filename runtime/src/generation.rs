@@ -106,6 +106,23 @@ pub struct StepMeta {
 pub struct GenerationFixture {
     pub dir: PathBuf,
     pub meta: GenerationMeta,
+    /// How the first step's empty cache is fed.
+    pub empty_cache: EmptyCache,
+}
+
+/// How the loop feeds the first step's empty cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EmptyCache {
+    /// Length 0 along its sequence axis, as generate() has it.
+    #[default]
+    Empty,
+    /// One position of zeros that every step's attention mask masks out (a 0 prepended
+    /// to the mask): for engines that cannot build a graph over a zero-size tensor
+    /// (WebNN's, whose session for the first step never opened: 54 models). A masked
+    /// position takes no attention weight in most graphs, but not in every one
+    /// (kosmos-2.5's logits change), so it is used only where the loop fed so passes
+    /// on ONNX Runtime's CPU provider first (`checks::masked_position_if_neutral`).
+    OneMaskedPosition,
 }
 
 impl GenerationFixture {
@@ -251,7 +268,20 @@ impl GenerationFixture {
                 meta_path.display()
             )));
         }
-        Ok(GenerationFixture { dir, meta })
+        Ok(GenerationFixture {
+            dir,
+            meta,
+            empty_cache: EmptyCache::default(),
+        })
+    }
+
+    /// Whether the first step feeds a cache of length 0 along its sequence axis (a decoder's
+    /// keys and values before the prompt; a cache of fixed-size states has none).
+    pub fn starts_from_an_empty_cache(&self) -> bool {
+        self.meta
+            .carried
+            .iter()
+            .any(|c| c.empty_shape.is_some() && c.sequence_axis.is_some())
     }
 
     /// A graph's file, the named axes of its inputs (fixed per run where the
@@ -300,13 +330,22 @@ impl GenerationFixture {
     ) -> Result<(), CheckError> {
         let meta = &self.meta;
         let mut latest: BTreeMap<String, Tensor> = BTreeMap::new();
+        let mut masked_position = false;
         for c in &meta.carried {
             if let Some(shape) = &c.empty_shape {
+                let mut shape = shape.clone();
+                if let (EmptyCache::OneMaskedPosition, Some(axis)) =
+                    (self.empty_cache, c.sequence_axis)
+                {
+                    shape[axis] = 1;
+                    masked_position = true;
+                }
+                let zeros = shape.iter().product();
                 latest.insert(
                     c.output.clone(),
                     Tensor {
-                        shape: shape.clone(),
-                        data: Data::Float32(Vec::new()),
+                        shape,
+                        data: Data::Float32(vec![0.0; zeros]),
                     },
                 );
             }
@@ -318,7 +357,19 @@ impl GenerationFixture {
             let mut inputs = Vec::new();
             for input in &meta.graphs[graph].inputs {
                 if let Some((_, t)) = feeds.iter().find(|(n, _)| *n == input.name) {
-                    inputs.push((input.name.clone(), t.clone()));
+                    let carries_cache = meta.carried.iter().any(|c| {
+                        c.sequence_axis.is_some()
+                            && meta.graphs[graph].inputs.iter().any(|i| i.name == c.input)
+                    });
+                    let fed = if masked_position && input.name == "attention_mask" && carries_cache
+                    {
+                        masked_in_front(t).map_err(|e| {
+                            CheckError::new(ErrorKind::FixtureInvalid, format!("{what}: {e}"))
+                        })?
+                    } else {
+                        t.clone()
+                    };
+                    inputs.push((input.name.clone(), fed));
                     continue;
                 }
                 let Some(value) = meta
@@ -377,6 +428,8 @@ impl GenerationFixture {
     /// The past length a step's inputs attend over: a growing cache input's size along its
     /// sequence axis; None where the cache only holds states of a fixed size (Mamba's).
     fn past_length(&self, inputs: &[(String, Tensor)]) -> Option<usize> {
+        // A masked position in front is not past anyone attends over.
+        let masked = usize::from(self.empty_cache == EmptyCache::OneMaskedPosition);
         self.meta
             .carried
             .iter()
@@ -389,6 +442,7 @@ impl GenerationFixture {
                 })
             })
             .next()
+            .map(|length| length.saturating_sub(masked))
     }
 }
 
@@ -475,6 +529,37 @@ pub fn generate(
     }
 }
 
+/// A `[batch, total_sequence]` attention mask with a masked position (0) in front of each row.
+fn masked_in_front(mask: &Tensor) -> Result<Tensor, String> {
+    let [batch, length] = mask.shape[..] else {
+        return Err(format!(
+            "attention_mask has shape {:?}, not [batch, total_sequence]",
+            mask.shape
+        ));
+    };
+    fn prepend<T: Copy + Default>(v: &[T], length: usize) -> Vec<T> {
+        v.chunks(length.max(1))
+            .flat_map(|row| std::iter::once(T::default()).chain(row.iter().copied()))
+            .collect()
+    }
+    let data = match &mask.data {
+        Data::Int64(v) => Data::Int64(prepend(v, length)),
+        Data::Int32(v) => Data::Int32(prepend(v, length)),
+        Data::Float32(v) => Data::Float32(prepend(v, length)),
+        Data::Bool(v) => Data::Bool(prepend(v, length)),
+        _ => {
+            return Err(format!(
+                "attention_mask of {:?} cannot take a masked position",
+                mask.dtype()
+            ));
+        }
+    };
+    Ok(Tensor {
+        shape: vec![batch, length + 1],
+        data,
+    })
+}
+
 /// `[batch, sequence, vocab]` logits' last position as `[batch, vocab]`.
 fn last_position(logits: &Tensor) -> Result<Tensor, String> {
     let [batch, sequence, vocab] = logits.shape[..] else {
@@ -535,6 +620,22 @@ mod tests {
             shape,
             data: Data::Float32(v),
         }
+    }
+
+    #[test]
+    fn a_masked_position_goes_in_front_of_every_row() {
+        let mask = Tensor {
+            shape: vec![2, 3],
+            data: Data::Int64(vec![1, 1, 1, 0, 1, 1]),
+        };
+        let masked = masked_in_front(&mask).unwrap();
+        assert_eq!(masked.shape, vec![2, 4]);
+        assert_eq!(masked.data, Data::Int64(vec![0, 1, 1, 1, 0, 0, 1, 1]));
+        let flat = Tensor {
+            shape: vec![6],
+            data: Data::Int64(vec![1; 6]),
+        };
+        assert!(masked_in_front(&flat).is_err());
     }
 
     #[test]

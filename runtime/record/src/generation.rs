@@ -24,6 +24,10 @@ pub struct GenerationRecord {
     pub first_divergence: Option<Divergence>,
     /// How many steps' top tokens agree with PyTorch's in every row.
     pub top1_agreeing_steps: usize,
+    /// How the first step's empty cache was fed, where an engine could not take it as
+    /// generate() has it (length 0: WebNN builds no graph over a zero-size tensor), and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_step_cache: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
