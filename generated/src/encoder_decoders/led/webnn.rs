@@ -18,6 +18,6 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =
-        "known issue: led on webnn with browser: generates failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T13:42:41Z): not every node ran on WebNNExecutionProvider: Einsum ×5 on CPUExecutionProvider, Expand ×12 on CPUExecutionProvider, Gather ×14 on CPUExecutionProvider, Pad ×3 on CPUExecutionProvider, Reshape ×11 on CPUExecutionProvider, Slice ×24 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 246 nodes (87%), 0 µs (0%); WebNNExecutionProvider: 38 nodes (13%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebNNExecutionProvider, with the reason"
+        "known issue: led on webnn with browser: generates failed: the engine or its provider (evidence: run 1795870467-25680 on vm, 2026-11-28T12:54:52Z): not every node ran on WebNNExecutionProvider: Einsum ×5 on CPUExecutionProvider, Expand ×12 on CPUExecutionProvider, Gather ×14 on CPUExecutionProvider, Pad ×3 on CPUExecutionProvider, Reshape ×11 on CPUExecutionProvider, Slice ×24 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 246 nodes (87%), 0 µs (0%); WebNNExecutionProvider: 38 nodes (13%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/encoder_decoders/led.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
 }

@@ -18,6 +18,6 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =
-        "known issue: flex_olmo on webnn with browser: generates failed: the engine or its provider (evidence: run 1795828655-29683 on vm, 2026-11-28T01:17:41Z): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (82%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/flex_olmo.yaml only if it may run off WebNNExecutionProvider, with the reason"
+        "known issue: flex_olmo on webnn with browser: generates failed: the engine or its provider (evidence: run 1795870467-25680 on vm, 2026-11-28T12:58:54Z): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (82%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/flex_olmo.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
 }

@@ -243,13 +243,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested here: olmo3 on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:36:16Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            stage: runtime::Stage::Run,
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// olmo3 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

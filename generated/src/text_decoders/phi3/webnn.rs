@@ -18,6 +18,6 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =
-        "known issue: phi3 on webnn with browser: generates failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:37:53Z): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/phi3.yaml only if it may run off WebNNExecutionProvider, with the reason"
+        "known issue: phi3 on webnn with browser: generates failed: the engine or its provider (evidence: run 1795870467-25680 on vm, 2026-11-28T13:05:47Z): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (35%), 0 µs (0%); WebNNExecutionProvider: 15 nodes (65%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/text_decoders/phi3.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
 }

@@ -18,6 +18,6 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =
-        "not tested here: phimoe on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:39:18Z): step 0 (decoder): opening the model took longer than its limit of 60 s"
+        "not tested here: phimoe on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795870467-25680 on vm, 2026-11-28T13:06:48Z): step 0 (decoder): opening the model took longer than its limit of 60 s"
     );
 }

@@ -251,7 +251,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: solar_open on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:44:35Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            reason: "not tested here: solar_open on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795870467-25680 on vm, 2026-11-28T13:08:06Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
             stage: runtime::Stage::Run,
         },
     );

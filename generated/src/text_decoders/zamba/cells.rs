@@ -249,7 +249,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: zamba on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795812139-6523 on vm, 2026-11-27T20:49:16Z): step 1 (decoder_with_past): opening the model took longer than its limit of 60 s",
+            reason: "not tested here: zamba on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795870467-25680 on vm, 2026-11-28T13:09:09Z): step 1 (decoder_with_past): opening the model took longer than its limit of 60 s",
             stage: runtime::Stage::Run,
         },
     );

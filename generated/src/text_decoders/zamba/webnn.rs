@@ -19,6 +19,6 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =
-        "not tested here: zamba on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795812139-6523 on vm, 2026-11-27T20:49:16Z): step 1 (decoder_with_past): opening the model took longer than its limit of 60 s"
+        "not tested here: zamba on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795870467-25680 on vm, 2026-11-28T13:09:09Z): step 1 (decoder_with_past): opening the model took longer than its limit of 60 s"
     );
 }

@@ -255,13 +255,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
-    .with_generation(
-        &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested here: aya_vision on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T15:01:46Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            stage: runtime::Stage::Run,
-        },
-    );
+    .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// aya_vision on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

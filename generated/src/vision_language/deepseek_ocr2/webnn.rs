@@ -20,6 +20,6 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =
-        "known issue: deepseek_ocr2 on webnn with browser: generates failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T15:02:22Z): not every node ran on WebNNExecutionProvider: TopK ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (17%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (83%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/deepseek_ocr2.yaml only if it may run off WebNNExecutionProvider, with the reason"
+        "known issue: deepseek_ocr2 on webnn with browser: generates failed: the engine or its provider (evidence: run 1795870467-25680 on vm, 2026-11-28T13:09:27Z): not every node ran on WebNNExecutionProvider: TopK ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (17%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (83%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/deepseek_ocr2.yaml only if it may run off WebNNExecutionProvider, with the reason"
     );
 }

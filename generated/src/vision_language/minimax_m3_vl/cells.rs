@@ -255,7 +255,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: minimax_m3_vl on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795792935-30356 on vm, 2026-11-27T15:23:16Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            reason: "not tested here: minimax_m3_vl on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795870467-25680 on vm, 2026-11-28T13:13:25Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
             stage: runtime::Stage::Run,
         },
     );

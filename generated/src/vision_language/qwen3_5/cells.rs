@@ -269,7 +269,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: qwen3_5 on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:56:40Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            reason: "not tested here: qwen3_5 on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795870467-25680 on vm, 2026-11-28T13:14:54Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
             stage: runtime::Stage::Run,
         },
     );

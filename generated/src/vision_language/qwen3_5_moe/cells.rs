@@ -272,7 +272,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {
-            reason: "not tested here: qwen3_5_moe on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795814483-18557 on vm, 2026-11-27T21:26:20Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
+            reason: "not tested here: qwen3_5_moe on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795870467-25680 on vm, 2026-11-28T13:15:30Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
             stage: runtime::Stage::Run,
         },
     );
