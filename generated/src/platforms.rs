@@ -64,17 +64,21 @@ pub static MPS_ONNX: runtime::Engine = runtime::Engine::OnnxRuntime {
 pub static MPS_TORCH: runtime::Engine = runtime::Engine::Libtorch {
     device: "mps",
 };
-/// OpenVINO: engines onnxruntime, OpenVINOExecutionProvider (device_type=CPU).
+/// OpenVINO: engines onnxruntime, OpenVINOExecutionProvider (device_type=CPU); OpenVINO runtime, device CPU.
 pub static OPENVINO: runtime::PlatformDecl = runtime::PlatformDecl {
     platform: runtime::Platform::Openvino,
     feature: "openvino",
-    requires: "the onnxruntime-openvino library (PyPI onnxruntime-openvino)",
+    requires: "the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime)",
     checks_in_own_process: None,
 };
 /// OpenVINO's onnxruntime engine: onnxruntime, OpenVINOExecutionProvider (device_type=CPU).
 pub static OPENVINO_ONNX: runtime::Engine = runtime::Engine::OnnxRuntime {
     provider: runtime::ExecutionProvider::OpenVino,
     options: &[("device_type", "CPU")],
+};
+/// OpenVINO's openvino engine: OpenVINO runtime, device CPU.
+pub static OPENVINO_OV: runtime::Engine = runtime::Engine::OpenVino {
+    device: "CPU",
 };
 /// QNN: engines onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60).
 pub static QNN: runtime::PlatformDecl = runtime::PlatformDecl {

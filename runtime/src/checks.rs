@@ -478,6 +478,8 @@ fn verify_placement(
         Engine::OnnxRuntime { provider, options } => (provider.ort_name().to_string(), options),
         // The torch engine places by device: `libtorch:cuda` (parameters and outputs).
         Engine::Libtorch { device } => (format!("libtorch:{device}"), &[][..]),
+        // OpenVINO's runtime names the devices its compiled model executes on.
+        Engine::OpenVino { device } => (format!("openvino:{device}"), &[][..]),
         Engine::Browser { backend, .. } => (backend.ort_provider().to_string(), &[][..]),
         other => (other.kind().name().to_string(), &[][..]),
     };

@@ -502,7 +502,9 @@ impl<'a> Cell<'a> {
         let spec = self.spec;
         let runs_onnx = matches!(
             self.engine,
-            EngineSpec::Onnxruntime { .. } | EngineSpec::Browser { .. }
+            EngineSpec::Onnxruntime { .. }
+                | EngineSpec::Browser { .. }
+                | EngineSpec::Openvino { .. }
         );
         (self.model.generates() && runs_onnx).then(|| {
             let generation_export = spec

@@ -123,6 +123,9 @@ pub enum Engine {
         backend: BrowserBackend,
         device_type: Option<&'static str>,
     },
+    /// OpenVINO's own runtime (not ONNX Runtime's provider) on one of its devices
+    /// (`CPU`, `GPU`, `NPU`), reading the ONNX graph with its ONNX frontend.
+    OpenVino { device: &'static str },
 }
 
 /// The engines, without their settings.
@@ -133,6 +136,7 @@ pub enum EngineKind {
     Libtorch,
     Wgpu,
     Browser,
+    Openvino,
 }
 
 impl EngineKind {
@@ -142,6 +146,7 @@ impl EngineKind {
             EngineKind::Libtorch => "libtorch",
             EngineKind::Wgpu => "wgpu",
             EngineKind::Browser => "browser",
+            EngineKind::Openvino => "openvino",
         }
     }
 
@@ -156,6 +161,9 @@ impl EngineKind {
             EngineKind::Libtorch => "torch",
             EngineKind::Wgpu => "wgpu",
             EngineKind::Browser => "browser",
+            // `openvino::ov` (OpenVINO's runtime) beside `openvino::onnx` (ONNX Runtime's
+            // OpenVINO provider); not `runtime`, which would shadow the runtime crate in cells.
+            EngineKind::Openvino => "ov",
         }
     }
 
@@ -167,7 +175,10 @@ impl EngineKind {
     pub fn is_built(self) -> bool {
         matches!(
             self,
-            EngineKind::Onnxruntime | EngineKind::Libtorch | EngineKind::Browser
+            EngineKind::Onnxruntime
+                | EngineKind::Libtorch
+                | EngineKind::Browser
+                | EngineKind::Openvino
         )
     }
 
@@ -189,6 +200,7 @@ impl Engine {
             Engine::Libtorch { .. } => EngineKind::Libtorch,
             Engine::Wgpu => EngineKind::Wgpu,
             Engine::Browser { .. } => EngineKind::Browser,
+            Engine::OpenVino { .. } => EngineKind::Openvino,
         }
     }
 
@@ -204,6 +216,7 @@ impl Engine {
                 backend,
                 device_type,
             } => describe_browser(backend, device_type),
+            Engine::OpenVino { device } => describe_openvino(device),
         }
     }
 }
@@ -226,6 +239,10 @@ pub fn describe_onnxruntime<'a>(
             options.join(", ")
         )
     }
+}
+
+pub fn describe_openvino(device: &str) -> String {
+    format!("OpenVINO runtime, device {device}")
 }
 
 pub fn describe_libtorch(device: &str) -> String {

@@ -32,3 +32,56 @@ pub fn detect() -> Availability {
         ))
     }
 }
+
+/// The venv holding PyPI's `openvino` wheel, OpenVINO's own runtime (the
+/// openvino platform's `runtime` engine): apart from the provider build's
+/// venv, which bundles an older OpenVINO (one OpenVINO per process).
+pub fn runtime_venv() -> PathBuf {
+    hwmatrix_cell::paths::cache_dir().join("venv-openvino-runtime")
+}
+
+/// OpenVINO's C library (`openvino/libs/libopenvino_c.so.<version>` in the
+/// wheel), which the runtime engine loads; `OPENVINO_C_LIBRARY` names another.
+pub fn runtime_library() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("OPENVINO_C_LIBRARY") {
+        return Ok(PathBuf::from(path));
+    }
+    let venv = runtime_venv();
+    crate::files::site_packages(&venv)
+        .map(|site| site.join("openvino/libs"))
+        .flat_map(|libs| std::fs::read_dir(libs).into_iter().flatten().flatten())
+        .map(|entry| entry.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libopenvino_c.so"))
+        })
+        .ok_or_else(|| {
+            format!(
+                "no OpenVINO runtime: install PyPI's `openvino` (generator/importer/exporter/requirements-openvino-runtime.txt) into {} (`bash tests/setup.sh openvino` does), or set OPENVINO_C_LIBRARY to a libopenvino_c.so",
+                venv.display()
+            )
+        })
+}
+
+/// The wheel's version (its dist-info folder), for records and `gen doctor`.
+pub fn runtime_version() -> Option<String> {
+    crate::files::site_packages(&runtime_venv())
+        .flat_map(|site| std::fs::read_dir(site).into_iter().flatten().flatten())
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .find_map(|name| {
+            name.strip_prefix("openvino-")?
+                .strip_suffix(".dist-info")
+                .map(str::to_string)
+        })
+}
+
+/// What `gen doctor` says of the runtime engine on `device`: its library, or why none.
+pub fn runtime(device: &str) -> Result<Vec<String>, String> {
+    let library = runtime_library()?;
+    Ok(vec![format!(
+        "OpenVINO runtime {} ({}), device {device} checked when a cell compiles its model",
+        runtime_version().unwrap_or_else(|| "of unknown version".into()),
+        library.display()
+    )])
+}

@@ -5,6 +5,8 @@
 #[cfg(feature = "browser")]
 pub mod browser;
 pub mod onnx;
+#[cfg(feature = "openvino")]
+pub mod openvino;
 pub mod torch;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
@@ -97,6 +99,17 @@ pub fn open(
             graph_nodes(fixture),
             mode,
         ),
+        #[cfg(feature = "openvino")]
+        Engine::OpenVino { device } => match precision {
+            None => openvino::open(device, &onnx_model(fixture, None)?),
+            Some(p) => Err(CheckError::new(
+                ErrorKind::EngineNotBuilt,
+                format!(
+                    "{}: OpenVINO's runtime runs the float32 graph here; its {p:?} format (NNCF's weight compression) is not built yet",
+                    cell.id()
+                ),
+            )),
+        },
         Engine::Libtorch { .. } if precision.is_some() => Err(CheckError::new(
             ErrorKind::EngineNotBuilt,
             format!(
@@ -152,6 +165,8 @@ pub fn open_graph(
             backend,
             device_type,
         } => open_browser(cell, backend, device_type, graph, inputs, nodes),
+        #[cfg(feature = "openvino")]
+        Engine::OpenVino { device } => openvino::open(device, graph),
         engine => Err(CheckError::new(
             ErrorKind::EngineNotBuilt,
             format!(
@@ -225,6 +240,24 @@ fn open_browser(
         format!(
             "{}: this runtime was built without its `browser` feature (the generated crate's `webgpu` and `webnn` features turn it on)",
             cell.id()
+        ),
+    ))
+}
+
+/// Which OpenVINO this process loaded: ONNX Runtime's provider build bundles its own
+/// (2025.4.1) and OpenVINO's runtime engine loads PyPI's, and a process holds one.
+/// The first to open a session claims the process; the other is refused with how to
+/// run each in a process of its own, never run beside it.
+pub(crate) fn claim_openvino(who: &'static str) -> Result<(), CheckError> {
+    static CLAIMED: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+    let holder = *CLAIMED.get_or_init(|| who);
+    if holder == who {
+        return Ok(());
+    }
+    Err(CheckError::new(
+        ErrorKind::LibraryMissing,
+        format!(
+            "{who} cannot open a model in this process: {holder} already loaded its own OpenVINO here (one per process); run the openvino platform's engines in processes of their own (`cargo test -p generated --features openvino ::openvino::onnx::`, then `::openvino::ov::`)"
         ),
     ))
 }

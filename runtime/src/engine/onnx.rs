@@ -47,6 +47,9 @@ fn environment(
 ) -> Result<(&'static ort::environment::Environment, &'static Path), CheckError> {
     static ENV: OnceLock<Result<(ort::environment::Environment, PathBuf), CheckError>> =
         OnceLock::new();
+    if provider == ExecutionProvider::OpenVino {
+        super::claim_openvino("ONNX Runtime's OpenVINO provider (onnxruntime-openvino)")?;
+    }
     let wanted = library(provider)?;
     let env = ENV.get_or_init(|| {
         let builder = ort::init_from(&wanted).map_err(|e| {

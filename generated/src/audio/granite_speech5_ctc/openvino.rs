@@ -13,3 +13,12 @@ mod onnx {
         "known issue: granite_speech5_ctc on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:23:48Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (50%), 17 µs (0%); OpenVINOExecutionProvider: 3 nodes (50%), 8274 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/granite_speech5_ctc.yaml only if it may run off OpenVINOExecutionProvider, with the reason; granite_speech5_ctc on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:23:50Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (50%), 15 µs (0%); OpenVINOExecutionProvider: 3 nodes (50%), 7723 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/granite_speech5_ctc.yaml only if it may run off OpenVINOExecutionProvider, with the reason; granite_speech5_ctc on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:23:50Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (50%), 16 µs (0%); OpenVINOExecutionProvider: 3 nodes (50%), 8802 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/granite_speech5_ctc.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }
+/// granite_speech5_ctc on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated audio::granite_speech5_ctc::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

@@ -13,3 +13,12 @@ mod onnx {
         "known issue: nemotron3_diarization on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:03Z): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 11 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 4573 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_diarization.yaml only if it may run off OpenVINOExecutionProvider, with the reason; nemotron3_diarization on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:04Z): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 11 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 4981 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_diarization.yaml only if it may run off OpenVINOExecutionProvider, with the reason; nemotron3_diarization on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:04Z): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 11 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 4726 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/audio/nemotron3_diarization.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }
+/// nemotron3_diarization on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated audio::nemotron3_diarization::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

@@ -6,10 +6,19 @@
 mod onnx {
     runtime::cell_tests!(
         super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
         "known issue: vibevoice_acoustic_tokenizer_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795773489-993 on vm, 2026-11-27T09:58:12Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU) (its last lines: none)"
+    );
+}
+/// vibevoice_acoustic_tokenizer_encoder on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated audio::vibevoice_acoustic_tokenizer_encoder::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
     );
 }

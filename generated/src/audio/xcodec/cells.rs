@@ -170,6 +170,17 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
+/// xcodec on openvino: known-issue (OpenVINO runtime, device CPU).
+pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
+    &super::MODEL,
+    &crate::platforms::OPENVINO,
+    &crate::platforms::OPENVINO_OV,
+    runtime::Planned::KnownIssue {
+        reason: "xcodec on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:22:42Z): output audio_values has shape [0, 1, 0], expected [2, 1, 2400] (batch=2, audio_values_1=1, samples=2400); also output-mismatch: output audio_values: shape [0, 1, 0] differs from the reference [2, 1, 2400]",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Mismatch),
+    },
+);
 /// xcodec on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

@@ -13,3 +13,12 @@ mod onnx {
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet."
     );
 }
+/// autoencoder_kl_allegro on openvino with OpenVINO runtime, device CPU: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet.).
+///
+/// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_allegro::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet."
+    );
+}

@@ -13,3 +13,12 @@ mod onnx {
         "known issue: autoencoder_kl_cosmos on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:52Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 31 µs (0%); OpenVINOExecutionProvider: 8 nodes (53%), 68504 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_cosmos.yaml only if it may run off OpenVINOExecutionProvider, with the reason; autoencoder_kl_cosmos on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:25:06Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 25 µs (0%); OpenVINOExecutionProvider: 8 nodes (53%), 36338 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_cosmos.yaml only if it may run off OpenVINOExecutionProvider, with the reason; autoencoder_kl_cosmos on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:25:07Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 23 µs (0%); OpenVINOExecutionProvider: 8 nodes (53%), 37651 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/autoencoder_kl_cosmos.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }
+/// autoencoder_kl_cosmos on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_cosmos::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

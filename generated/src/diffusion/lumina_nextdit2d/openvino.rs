@@ -13,3 +13,12 @@ mod onnx {
         "known issue: lumina_nextdit2d on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:28Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 22 µs (0%); OpenVINOExecutionProvider: 7 nodes (64%), 16427 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off OpenVINOExecutionProvider, with the reason; lumina_nextdit2d on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:29Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 26 µs (0%); OpenVINOExecutionProvider: 7 nodes (64%), 27361 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off OpenVINOExecutionProvider, with the reason; lumina_nextdit2d on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:30Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 15 µs (0%); OpenVINOExecutionProvider: 7 nodes (64%), 8882 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/lumina_nextdit2d.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }
+/// lumina_nextdit2d on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated diffusion::lumina_nextdit2d::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

@@ -13,3 +13,12 @@ mod onnx {
         "known issue: transformer_chroma on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T02:59:54Z): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2'; transformer_chroma on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795834764-13240 on vm, 2026-11-28T02:59:55Z): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2'; transformer_chroma on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795834764-13240 on vm, 2026-11-28T02:59:55Z): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2'"
     );
 }
+/// transformer_chroma on openvino with OpenVINO runtime, device CPU: known-issue (transformer_chroma on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:10Z): output sample has shape [0, 16, 4], expected [2, 16, 4] (batch=2, sample_1=16, sample_2=4); also output-mismatch: output sample: shape [0, 16, 4] differs from the reference [2, 16, 4]).
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_chroma::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, ignore =
+        "known issue: transformer_chroma on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:10Z): output sample has shape [0, 16, 4], expected [2, 16, 4] (batch=2, sample_1=16, sample_2=4); also output-mismatch: output sample: shape [0, 16, 4] differs from the reference [2, 16, 4]"
+    );
+}

@@ -13,3 +13,12 @@ mod onnx {
         "known issue: transformer_cosmos on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T02:59:56Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/node.cpp:792:\n[CPU] Multiply node with name '/model/transformer_blocks.0/attn1/Mul_1' Check 'input_shape[j] == 1' failed at src/plugins/intel_cpu/src/shape_inference/custom/eltwise.cpp:52:\nEltwise shape infer input shapes dim index: 3 mismatch\n\n\n\n"
     );
 }
+/// transformer_cosmos on openvino with OpenVINO runtime, device CPU: known-issue (transformer_cosmos on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:12Z): output sample has shape [0, 4, 1, 16, 16], expected [2, 4, 1, 16, 16] (batch=2, sample_1=4, sample_2=1, sample_3=16, sample_4=16); also output-mismatch: output sample: shape [0, 4, 1, 16, 16] differs from the reference [2, 4, 1, 16, 16]).
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_cosmos::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, ignore =
+        "known issue: transformer_cosmos on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:12Z): output sample has shape [0, 4, 1, 16, 16], expected [2, 4, 1, 16, 16] (batch=2, sample_1=4, sample_2=1, sample_3=16, sample_4=16); also output-mismatch: output sample: shape [0, 4, 1, 16, 16] differs from the reference [2, 4, 1, 16, 16]"
+    );
+}

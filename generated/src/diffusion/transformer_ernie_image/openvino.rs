@@ -13,3 +13,12 @@ mod onnx {
         "known issue: transformer_ernie_image on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795803091-16456 on vm, 2026-11-27T18:11:31Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 73 µs (1%); OpenVINOExecutionProvider: 2 nodes (67%), 9225 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_ernie_image.yaml only if it may run off OpenVINOExecutionProvider, with the reason; transformer_ernie_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795803091-16456 on vm, 2026-11-27T18:11:31Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 39 µs (1%); OpenVINOExecutionProvider: 2 nodes (67%), 5097 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_ernie_image.yaml only if it may run off OpenVINOExecutionProvider, with the reason; transformer_ernie_image on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795803091-16456 on vm, 2026-11-27T18:11:31Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 11 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 3277 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_ernie_image.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }
+/// transformer_ernie_image on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_ernie_image::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

@@ -13,3 +13,12 @@ mod onnx {
         "known issue: transformer_helios on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:43Z): not every node ran on OpenVINOExecutionProvider: Split ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 27 µs (0%); OpenVINOExecutionProvider: 4 nodes (67%), 14740 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_helios.yaml only if it may run off OpenVINOExecutionProvider, with the reason; transformer_helios on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:44Z): not every node ran on OpenVINOExecutionProvider: Split ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 25 µs (0%); OpenVINOExecutionProvider: 4 nodes (67%), 21097 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_helios.yaml only if it may run off OpenVINOExecutionProvider, with the reason; transformer_helios on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:44Z): not every node ran on OpenVINOExecutionProvider: Split ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 21 µs (0%); OpenVINOExecutionProvider: 4 nodes (67%), 14470 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_helios.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }
+/// transformer_helios on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_helios::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

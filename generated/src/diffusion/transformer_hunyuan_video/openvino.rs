@@ -13,3 +13,12 @@ mod onnx {
         "known issue: transformer_hunyuan_video on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795827791-5269 on vm, 2026-11-28T01:03:14Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 155 µs (1%); OpenVINOExecutionProvider: 5 nodes (62%), 17322 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_hunyuan_video.yaml only if it may run off OpenVINOExecutionProvider, with the reason; transformer_hunyuan_video on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795827791-5269 on vm, 2026-11-28T01:03:15Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 78 µs (0%); OpenVINOExecutionProvider: 5 nodes (62%), 16175 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_hunyuan_video.yaml only if it may run off OpenVINOExecutionProvider, with the reason; transformer_hunyuan_video on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795827791-5269 on vm, 2026-11-28T01:03:15Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 285 µs (2%); OpenVINOExecutionProvider: 5 nodes (62%), 16099 µs (98%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_hunyuan_video.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }
+/// transformer_hunyuan_video on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_hunyuan_video::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

@@ -13,3 +13,12 @@ mod onnx {
         "known issue: transformer_hunyuanimage on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795768093-3042 on vm, 2026-11-27T08:28:14Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 27 µs (0%); OpenVINOExecutionProvider: 4 nodes (57%), 9095 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_hunyuanimage.yaml only if it may run off OpenVINOExecutionProvider, with the reason; transformer_hunyuanimage on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795768093-3042 on vm, 2026-11-27T08:28:15Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 17 µs (0%); OpenVINOExecutionProvider: 4 nodes (57%), 8721 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_hunyuanimage.yaml only if it may run off OpenVINOExecutionProvider, with the reason; transformer_hunyuanimage on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795768093-3042 on vm, 2026-11-27T08:28:15Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 17 µs (0%); OpenVINOExecutionProvider: 4 nodes (57%), 8717 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_hunyuanimage.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }
+/// transformer_hunyuanimage on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_hunyuanimage::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

@@ -13,3 +13,12 @@ mod onnx {
         "known issue: transformer_ideogram4 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795827791-5269 on vm, 2026-11-28T01:03:16Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 8 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 5794 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_ideogram4.yaml only if it may run off OpenVINOExecutionProvider, with the reason; transformer_ideogram4 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795827791-5269 on vm, 2026-11-28T01:03:17Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 6 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 5976 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_ideogram4.yaml only if it may run off OpenVINOExecutionProvider, with the reason; transformer_ideogram4 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795827791-5269 on vm, 2026-11-28T01:03:17Z): not every node ran on OpenVINOExecutionProvider: IsNaN ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 6 µs (0%); OpenVINOExecutionProvider: 3 nodes (60%), 5929 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_ideogram4.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }
+/// transformer_ideogram4 on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_ideogram4::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

@@ -166,6 +166,17 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
+/// transformer_joyimage_edit_plus on openvino: known-issue (OpenVINO runtime, device CPU).
+pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
+    &super::MODEL,
+    &crate::platforms::OPENVINO,
+    &crate::platforms::OPENVINO_OV,
+    runtime::Planned::KnownIssue {
+        reason: "transformer_joyimage_edit_plus on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:17Z): output sample has shape [0, 2, 16, 1, 2, 2], expected [2, 2, 16, 1, 2, 2] (batch=2, sample_1=2, sample_2=16, sample_3=1, sample_4=2, sample_5=2); also output-mismatch: output sample: shape [0, 2, 16, 1, 2, 2] differs from the reference [2, 2, 16, 1, 2, 2]",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Mismatch),
+    },
+);
 /// transformer_joyimage_edit_plus on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

@@ -13,3 +13,12 @@ mod onnx {
         "known issue: transformer_joyimage_edit_plus on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T03:00:02Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/node.cpp:792:\n[CPU] Reshape node with name 'node_view' Check 'minusOneCount <= 1 && inputProduct == outputProduct' failed at src/plugins/intel_cpu/src/shape_inference/custom/reshape.cpp:77:\n[cpu]reshape: the shape of input data (2.192) conflicts with the reshape pattern (1.6.32)\n\n\n\n"
     );
 }
+/// transformer_joyimage_edit_plus on openvino with OpenVINO runtime, device CPU: known-issue (transformer_joyimage_edit_plus on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:17Z): output sample has shape [0, 2, 16, 1, 2, 2], expected [2, 2, 16, 1, 2, 2] (batch=2, sample_1=2, sample_2=16, sample_3=1, sample_4=2, sample_5=2); also output-mismatch: output sample: shape [0, 2, 16, 1, 2, 2] differs from the reference [2, 2, 16, 1, 2, 2]).
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_joyimage_edit_plus::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, ignore =
+        "known issue: transformer_joyimage_edit_plus on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:17Z): output sample has shape [0, 2, 16, 1, 2, 2], expected [2, 2, 16, 1, 2, 2] (batch=2, sample_1=2, sample_2=16, sample_3=1, sample_4=2, sample_5=2); also output-mismatch: output sample: shape [0, 2, 16, 1, 2, 2] differs from the reference [2, 2, 16, 1, 2, 2]"
+    );
+}

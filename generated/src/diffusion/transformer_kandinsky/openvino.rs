@@ -13,3 +13,12 @@ mod onnx {
         "known issue: transformer_kandinsky on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:47Z): not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 52 µs (0%); OpenVINOExecutionProvider: 13 nodes (52%), 22688 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_kandinsky.yaml only if it may run off OpenVINOExecutionProvider, with the reason; transformer_kandinsky on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:48Z): not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 38 µs (0%); OpenVINOExecutionProvider: 13 nodes (52%), 10424 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_kandinsky.yaml only if it may run off OpenVINOExecutionProvider, with the reason; transformer_kandinsky on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:48Z): not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 38 µs (0%); OpenVINOExecutionProvider: 13 nodes (52%), 9781 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/diffusion/transformer_kandinsky.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }
+/// transformer_kandinsky on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_kandinsky::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

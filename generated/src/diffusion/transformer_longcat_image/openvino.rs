@@ -13,3 +13,12 @@ mod onnx {
         "known issue: transformer_longcat_image on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:51Z): cannot load <fixtures>/transformer_longcat_image/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'; transformer_longcat_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:51Z): cannot load <fixtures>/transformer_longcat_image/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'; transformer_longcat_image on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:51Z): cannot load <fixtures>/transformer_longcat_image/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'"
     );
 }
+/// transformer_longcat_image on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_longcat_image::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

@@ -13,3 +13,12 @@ mod onnx {
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states', 'encoder_hidden_states', 'timestep_indices', 'token_tags', 'position_ids', 'video_indices', 'audio_indices', and 'text_indices'"
     );
 }
+/// transformer_minimax_h3 on openvino with OpenVINO runtime, device CPU: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states', 'encoder_hidden_states', 'timestep_indices', 'token_tags', 'position_ids', 'video_indices', 'audio_indices', and 'text_indices').
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_minimax_h3::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states', 'encoder_hidden_states', 'timestep_indices', 'token_tags', 'position_ids', 'video_indices', 'audio_indices', and 'text_indices'"
+    );
+}

@@ -194,6 +194,16 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
+/// transformer_omnigen on openvino: not-tested (OpenVINO runtime, device CPU).
+pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
+    &super::MODEL,
+    &crate::platforms::OPENVINO,
+    &crate::platforms::OPENVINO_OV,
+    runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: TypeError: 'NoneType' object is not subscriptable",
+        stage: runtime::Stage::Reference,
+    },
+);
 /// transformer_omnigen on qnn: not-tested (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

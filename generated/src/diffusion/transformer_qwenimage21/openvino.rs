@@ -13,3 +13,12 @@ mod onnx {
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states', 'img_shapes', and 'img_mask'"
     );
 }
+/// transformer_qwenimage21 on openvino with OpenVINO runtime, device CPU: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states', 'img_shapes', and 'img_mask').
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_qwenimage21::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states', 'img_shapes', and 'img_mask'"
+    );
+}

@@ -194,6 +194,16 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
+/// transformer_wan_animate_2 on openvino: not-tested (OpenVINO runtime, device CPU).
+pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
+    &super::MODEL,
+    &crate::platforms::OPENVINO,
+    &crate::platforms::OPENVINO_OV,
+    runtime::Planned::NotTested {
+        reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states', 'condition_latents', 'kv_cache', 'kv_cache_mode', and 'seq_len'",
+        stage: runtime::Stage::Reference,
+    },
+);
 /// transformer_wan_animate_2 on qnn: not-tested (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

@@ -13,3 +13,12 @@ mod onnx {
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states', 'condition_latents', 'kv_cache', 'kv_cache_mode', and 'seq_len'"
     );
 }
+/// transformer_wan_animate_2 on openvino with OpenVINO runtime, device CPU: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states', 'condition_latents', 'kv_cache', 'kv_cache_mode', and 'seq_len').
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_wan_animate_2::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states', 'condition_latents', 'kv_cache', 'kv_cache_mode', and 'seq_len'"
+    );
+}

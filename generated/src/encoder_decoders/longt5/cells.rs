@@ -159,6 +159,22 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
+/// longt5 on openvino: run (OpenVINO runtime, device CPU).
+pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::Run,
+    )
+    .with_generation(&super::GENERATION, runtime::Planned::Run)
+    .allowing_fallback(
+        &[
+            runtime::AllowedFallback {
+                op: "Mod",
+                reason: "int64 Mod on tensor sizes (padding to a multiple of the window, block or chunk): OpenVINO EP 1.24.1 leaves integer Mod to the CPU provider; scalar shape arithmetic, 0% of kernel time in the measured profile",
+            },
+        ],
+    );
 /// longt5 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

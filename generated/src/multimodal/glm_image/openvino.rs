@@ -13,3 +13,12 @@ mod onnx {
         "known issue: glm_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:05:29Z): component vision: output last_hidden_state: 2 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.141e-4; worst at flat index 12: got -0.07613404840230942, expected -0.07634816318750381); output pooler_output: 2 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.141e-4; worst at flat index 12: got -0.07613404840230942, expected -0.07634816318750381)"
     );
 }
+/// glm_image on openvino with OpenVINO runtime, device CPU: known-issue (glm_image on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:55Z): component vision: output last_hidden_state: 2 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.188e-4; worst at flat index 12: got -0.07612933218479156, expected -0.07634816318750381); output pooler_output: 2 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.188e-4; worst at flat index 12: got -0.07612933218479156, expected -0.07634816318750381)).
+///
+/// Select this cell with `cargo test -p generated multimodal::glm_image::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, ignore =
+        "known issue: glm_image on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:55Z): component vision: output last_hidden_state: 2 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.188e-4; worst at flat index 12: got -0.07612933218479156, expected -0.07634816318750381); output pooler_output: 2 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.188e-4; worst at flat index 12: got -0.07612933218479156, expected -0.07634816318750381)"
+    );
+}

@@ -170,6 +170,17 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
+/// ultravbert on openvino: known-issue (OpenVINO runtime, device CPU).
+pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
+    &super::MODEL,
+    &crate::platforms::OPENVINO,
+    &crate::platforms::OPENVINO_OV,
+    runtime::Planned::KnownIssue {
+        reason: "ultravbert on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:08Z): OpenVINO reading <fixtures>/ultravbert/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84:\nCheck 'false' failed at src/frontends/common_translators/src/unconverted_ops_report.cpp:151:\nFrontEnd API failed with OpConversionFailure:\nModel wasn't fully converted. Failed operations detailed log:\n-- SplitToSequence-18 with a message:\nWhile validating ONNX node '<Node(SplitToSequence): unbind>': Check 'axis_dimension.is_static()' failed at src/frontends/onnx/frontend/src/op/split_to_sequence.cpp:48:\nSplitToSequence: scalar 'split' input requires static dimension on the split axis\n\nSummary:\n-- No conversion rule found for operations: util::SequenceAt\n-- Conversion is failed for: SplitToSequence-18\n\n; ultravbert on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:08Z): OpenVINO reading <fixtures>/ultravbert/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84:\nCheck 'false' failed at src/frontends/common_translators/src/unconverted_ops_report.cpp:151:\nFrontEnd API failed with OpConversionFailure:\nModel wasn't fully converted. Failed operations detailed log:\n-- SplitToSequence-18 with a message:\nWhile validating ONNX node '<Node(SplitToSequence): unbind>': Check 'axis_dimension.is_static()' failed at src/frontends/onnx/frontend/src/op/split_to_sequence.cpp:48:\nSplitToSequence: scalar 'split' input requires static dimension on the split axis\n\nSummary:\n-- No conversion rule found for operations: util::SequenceAt\n-- Conversion is failed for: SplitToSequence-18\n\n; ultravbert on openvino with openvino: runs failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:08Z): OpenVINO reading <fixtures>/ultravbert/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84:\nCheck 'false' failed at src/frontends/common_translators/src/unconverted_ops_report.cpp:151:\nFrontEnd API failed with OpConversionFailure:\nModel wasn't fully converted. Failed operations detailed log:\n-- SplitToSequence-18 with a message:\nWhile validating ONNX node '<Node(SplitToSequence): unbind>': Check 'axis_dimension.is_static()' failed at src/frontends/onnx/frontend/src/op/split_to_sequence.cpp:48:\nSplitToSequence: scalar 'split' input requires static dimension on the split axis\n\nSummary:\n-- No conversion rule found for operations: util::SequenceAt\n-- Conversion is failed for: SplitToSequence-18\n\n",
+        basis: runtime::Basis::Evidence,
+        stage: Some(runtime::Stage::Load),
+    },
+);
 /// ultravbert on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

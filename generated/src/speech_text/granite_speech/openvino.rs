@@ -13,3 +13,12 @@ mod onnx {
         "known issue: granite_speech on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:29:19Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 23 µs (0%); OpenVINOExecutionProvider: 5 nodes (62%), 25366 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/granite_speech.yaml only if it may run off OpenVINOExecutionProvider, with the reason; granite_speech on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:29:25Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 24 µs (0%); OpenVINOExecutionProvider: 5 nodes (62%), 80917 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/granite_speech.yaml only if it may run off OpenVINOExecutionProvider, with the reason; granite_speech on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:29:26Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 25 µs (0%); OpenVINOExecutionProvider: 5 nodes (62%), 68524 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/speech_text/granite_speech.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }
+/// granite_speech on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated speech_text::granite_speech::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

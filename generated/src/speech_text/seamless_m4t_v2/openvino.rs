@@ -13,3 +13,12 @@ mod onnx {
         "known issue: seamless_m4t_v2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:30:16Z): output encoder_last_hidden_state: 134 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 8.450e-3; worst at flat index 229: got -0.8982607126235962, expected -0.9067105650901794); seamless_m4t_v2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:30:24Z): output encoder_last_hidden_state: 48 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 7.097e-3; worst at flat index 73: got 0.5469607710838318, expected 0.5411098599433899)"
     );
 }
+/// seamless_m4t_v2 on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated speech_text::seamless_m4t_v2::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

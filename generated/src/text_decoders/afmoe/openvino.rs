@@ -17,3 +17,16 @@ mod onnx {
         "known issue: afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)"
     );
 }
+/// afmoe on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated text_decoders::afmoe::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_OV, ignore =
+        "known issue: afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)"
+    );
+}

@@ -194,6 +194,21 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             stage: Some(runtime::Stage::Export),
         },
     );
+/// inkling2_text on openvino: run (OpenVINO runtime, device CPU).
+pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::Run,
+    )
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::KnownIssue {
+            reason: "inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Export),
+        },
+    );
 /// inkling2_text on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

@@ -17,3 +17,16 @@ mod onnx {
         "known issue: mamba2 on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:32:45Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (17%), 12 µs (0%); OpenVINOExecutionProvider: 10 nodes (83%), 167734 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/mamba2.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }
+/// mamba2 on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated text_decoders::mamba2::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

@@ -17,3 +17,16 @@ mod onnx {
         "known issue: qwen3_next on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run 1795788401-5374 on vm, 2026-11-27T14:07:08Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (22%), 34 µs (0%); OpenVINOExecutionProvider: 14 nodes (78%), 150583 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/qwen3_next.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }
+/// qwen3_next on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated text_decoders::qwen3_next::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

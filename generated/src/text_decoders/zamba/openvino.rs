@@ -6,7 +6,7 @@
 mod onnx {
     runtime::cell_tests!(
         super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
@@ -15,5 +15,18 @@ mod onnx {
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: zamba on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:28:57Z): step 1 (decoder_with_past): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_127 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_127_0' Status Message: Exception from src/inference/src/cpp/infer_request.cpp:75:\nException from src/inference/src/cpp/infer_request.cpp:67:\nCheck 'shape.compatible(ov::PartialShape(tensor->get_shape()))' failed at src/plugins/intel_cpu/src/infer_request.cpp:389:\nCan't set the input tensor with index: 10, because the model input (shape=[?,2,32,16]) and the tensor (shape=(2.4.6.16)) are incompatible\n\n\n"
+    );
+}
+/// zamba on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated text_decoders::zamba::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
     );
 }

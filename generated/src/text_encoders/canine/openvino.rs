@@ -13,3 +13,12 @@ mod onnx {
         "known issue: canine on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:33:25Z): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (25%), 14 µs (0%); OpenVINOExecutionProvider: 3 nodes (75%), 39215 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off OpenVINOExecutionProvider, with the reason; canine on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:33:29Z): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (25%), 14 µs (0%); OpenVINOExecutionProvider: 3 nodes (75%), 32495 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off OpenVINOExecutionProvider, with the reason; canine on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:33:30Z): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (25%), 14 µs (0%); OpenVINOExecutionProvider: 3 nodes (75%), 38630 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/canine.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }
+/// canine on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated text_encoders::canine::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

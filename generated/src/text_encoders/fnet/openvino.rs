@@ -13,3 +13,12 @@ mod onnx {
         "known issue: fnet on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:33:35Z): not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 177 µs (1%); OpenVINOExecutionProvider: 3 nodes (43%), 17745 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason; fnet on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:33:37Z): not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 46 µs (1%); OpenVINOExecutionProvider: 3 nodes (43%), 3734 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason; fnet on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:33:37Z): not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 50 µs (1%); OpenVINOExecutionProvider: 3 nodes (43%), 7107 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_encoders/fnet.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }
+/// fnet on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated text_encoders::fnet::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

@@ -13,3 +13,12 @@ mod onnx {
         "known issue: reformer on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T03:00:35Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/node.cpp:792:\n[CPU] Reshape node with name 'node_view_9' Check 'minusOneCount <= 1 && inputProduct == outputProduct' failed at src/plugins/intel_cpu/src/shape_inference/custom/reshape.cpp:77:\n[cpu]reshape: the shape of input data (2.1.13) conflicts with the reshape pattern (0.1.-1.4)\n\n\n\n"
     );
 }
+/// reformer on openvino with OpenVINO runtime, device CPU: known-issue (reformer on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:26:08Z): output last_hidden_state has shape [0, 0, 64], expected [2, 13, 64] (batch=2, sequence=13, last_hidden_state_2=64); also output-mismatch: output last_hidden_state: shape [0, 0, 64] differs from the reference [2, 13, 64]).
+///
+/// Select this cell with `cargo test -p generated text_encoders::reformer::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, ignore =
+        "known issue: reformer on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:26:08Z): output last_hidden_state has shape [0, 0, 64], expected [2, 13, 64] (batch=2, sequence=13, last_hidden_state_2=64); also output-mismatch: output last_hidden_state: shape [0, 0, 64] differs from the reference [2, 13, 64]"
+    );
+}

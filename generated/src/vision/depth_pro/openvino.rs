@@ -13,3 +13,12 @@ mod onnx {
         "known issue: depth_pro on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T03:00:37Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/node.cpp:792:\n[CPU] VariadicSplit node with name '/model/encoder/patch_encoder/Split' Check 'sum_of_splits == static_cast<int64_t>(data_shape[axis].get_length())' failed at src/core/shape_inference/include/variadic_split_shape_inference.hpp:83:\nWhile validating node 'opset1::VariadicSplit /model/encoder/patch_encoder/Split (opset6::MVN MVN_1666[0]:f32[?,2,24], opset1::Constant Constant_1669[0]:i32[], opset1::Constant onnx::Split_464[0]:i32[2]) -> (f32[100,2,24], f32[16,2,24])' with friendly_name '/model/encoder/patch_encoder/Split':\nTotal length of splits: 116 must match the length of the chosen axis: 232\n\n\n\n"
     );
 }
+/// depth_pro on openvino with OpenVINO runtime, device CPU: known-issue (depth_pro on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:26:22Z): output last_hidden_state has shape [0, 5, 16], expected [2, 5, 16] (batch=2, last_hidden_state_1=5, last_hidden_state_2=16); also output-mismatch: output last_hidden_state: shape [0, 5, 16] differs from the reference [2, 5, 16]).
+///
+/// Select this cell with `cargo test -p generated vision::depth_pro::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, ignore =
+        "known issue: depth_pro on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:26:22Z): output last_hidden_state has shape [0, 5, 16], expected [2, 5, 16] (batch=2, last_hidden_state_1=5, last_hidden_state_2=16); also output-mismatch: output last_hidden_state: shape [0, 5, 16] differs from the reference [2, 5, 16]"
+    );
+}

@@ -13,3 +13,12 @@ mod onnx {
         "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:"
     );
 }
+/// dinat on openvino with OpenVINO runtime, device CPU: not-tested (not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:).
+///
+/// Select this cell with `cargo test -p generated vision::dinat::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, ignore =
+        "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:"
+    );
+}

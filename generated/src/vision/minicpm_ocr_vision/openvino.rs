@@ -13,3 +13,12 @@ mod onnx {
         "known issue: minicpm_ocr_vision on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T03:00:42Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/node.cpp:792:\n[CPU] VariadicSplit node with name '/model/encoder/layers.0/self_attn/Split' Check 'sum_of_splits == static_cast<int64_t>(data_shape[axis].get_length())' failed at src/core/shape_inference/include/variadic_split_shape_inference.hpp:83:\nWhile validating node 'opset1::VariadicSplit /model/encoder/layers.0/self_attn/Split (opset1::Transpose /model/encoder/layers.0/self_attn/Transpose[0]:f32[1,4,1..,8], opset1::Constant Constant_85[0]:i32[], opset1::Constant onnx::Split_121[0]:i32[1]) -> (f32[1,4,1,8])' with friendly_name '/model/encoder/layers.0/self_attn/Split':\nTotal length of splits: 1 must match the length of the chosen axis: 2\n\n\n\n"
     );
 }
+/// minicpm_ocr_vision on openvino with OpenVINO runtime, device CPU: known-issue (minicpm_ocr_vision on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:26:35Z): output last_hidden_state has shape [1, 0, 32], expected [1, 2, 32] (batch=1, images=2, hidden=32); also output-mismatch: output last_hidden_state: shape [1, 0, 32] differs from the reference [1, 2, 32]).
+///
+/// Select this cell with `cargo test -p generated vision::minicpm_ocr_vision::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, ignore =
+        "known issue: minicpm_ocr_vision on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:26:35Z): output last_hidden_state has shape [1, 0, 32], expected [1, 2, 32] (batch=1, images=2, hidden=32); also output-mismatch: output last_hidden_state: shape [1, 0, 32] differs from the reference [1, 2, 32]"
+    );
+}

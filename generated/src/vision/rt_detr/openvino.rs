@@ -13,3 +13,12 @@ mod onnx {
         "known issue: rt_detr on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:29:14Z): cannot load <fixtures>/rt_detr/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos'; rt_detr on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:29:16Z): cannot load <fixtures>/rt_detr/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos'; rt_detr on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:29:17Z): cannot load <fixtures>/rt_detr/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos'"
     );
 }
+/// rt_detr on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated vision::rt_detr::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

@@ -166,6 +166,25 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
+/// swin on openvino: run (OpenVINO runtime, device CPU).
+pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::Run,
+    )
+    .allowing_fallback(
+        &[
+            runtime::AllowedFallback {
+                op: "Mod",
+                reason: "int64 Mod on tensor sizes (padding to a multiple of the window, block or chunk): OpenVINO EP 1.24.1 leaves integer Mod to the CPU provider; scalar shape arithmetic, 0% of kernel time in the measured profile",
+            },
+            runtime::AllowedFallback {
+                op: "Sub",
+                reason: "the int64 Sub between two such Mods (pad = (w - size % w) % w) goes to the CPU provider with them; scalar shape arithmetic",
+            },
+        ],
+    );
 /// swin on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

@@ -14,6 +14,19 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino) is present"
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}
+/// ernie4_5_vl_moe on openvino with OpenVINO runtime, device CPU: known-issue (ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795799165-4031 on vm, 2026-11-27T17:07:18Z): exporting: the Python worker died (signal: 8 (SIGFPE))).
+///
+/// Select this cell with `cargo test -p generated vision_language::ernie4_5_vl_moe::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, ignore =
+        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795799165-4031 on vm, 2026-11-27T17:07:18Z): exporting: the Python worker died (signal: 8 (SIGFPE))"
+    );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
     );
 }

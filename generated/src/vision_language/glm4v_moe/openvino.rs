@@ -17,3 +17,16 @@ mod onnx {
         "known issue: glm4v_moe on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:37:53Z): step 0 (decoder): cannot load <fixtures>/generation/glm4v_moe/decoder.onnx: This is an invalid model. Error: the graph is not acyclic."
     );
 }
+/// glm4v_moe on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated vision_language::glm4v_moe::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

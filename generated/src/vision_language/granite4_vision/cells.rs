@@ -189,6 +189,20 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             stage: runtime::Stage::Reference,
         },
     );
+/// granite4_vision on openvino: run (OpenVINO runtime, device CPU).
+pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::Run,
+    )
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested here: granite4_vision's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// granite4_vision on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

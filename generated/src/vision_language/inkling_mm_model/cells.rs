@@ -189,6 +189,24 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             stage: runtime::Stage::Reference,
         },
     );
+/// inkling_mm_model on openvino: known-issue (OpenVINO runtime, device CPU).
+pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::KnownIssue {
+            reason: "inkling_mm_model on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:45Z): output last_hidden_state: 767 of 896 elements outside abs 0.0001 + rel 0.001 (max abs error 2.028e-2; worst at flat index 714: got -1.1689993143081665, expected -1.1487220525741577); inkling_mm_model on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:46Z): output last_hidden_state: 245 of 288 elements outside abs 0.0001 + rel 0.001 (max abs error 1.559e-2; worst at flat index 183: got 0.6642202138900757, expected 0.6798133850097656)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
+    )
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested here: inkling_mm_model's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_mm_model` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// inkling_mm_model on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

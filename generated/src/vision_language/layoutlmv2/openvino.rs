@@ -13,3 +13,12 @@ mod onnx {
         "not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment. Check out the instructions on the"
     );
 }
+/// layoutlmv2 on openvino with OpenVINO runtime, device CPU: not-tested (not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment. Check out the instructions on the).
+///
+/// Select this cell with `cargo test -p generated vision_language::layoutlmv2::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, ignore =
+        "not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment. Check out the instructions on the"
+    );
+}

@@ -193,6 +193,20 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             stage: runtime::Stage::Reference,
         },
     );
+/// minicpm_ocr on openvino: run (OpenVINO runtime, device CPU).
+pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::Run,
+    )
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested here: minicpm_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model minicpm_ocr` derives it again): 2 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.recurrent_state: in the model's cache, not declared",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// minicpm_ocr on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

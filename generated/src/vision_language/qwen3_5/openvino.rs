@@ -17,3 +17,16 @@ mod onnx {
         "known issue: qwen3_5 on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run 1795826965-31906 on vm, 2026-11-28T00:49:27Z): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider, ScatterND ×28 on CPUExecutionProvider, Transpose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 66 nodes (38%), 164 µs (0%); OpenVINOExecutionProvider: 107 nodes (62%), 100535 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/qwen3_5.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
     );
 }
+/// qwen3_5 on openvino with OpenVINO runtime, device CPU: run.
+///
+/// Select this cell with `cargo test -p generated vision_language::qwen3_5::openvino::ov::`.
+mod ov {
+    runtime::cell_tests!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+    runtime::generation_test!(
+        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+}

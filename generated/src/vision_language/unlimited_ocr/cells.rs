@@ -193,6 +193,20 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             stage: runtime::Stage::Reference,
         },
     );
+/// unlimited_ocr on openvino: run (OpenVINO runtime, device CPU).
+pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::Run,
+    )
+    .with_generation(
+        &super::GENERATION,
+        runtime::Planned::NotTested {
+            reason: "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size",
+            stage: runtime::Stage::Reference,
+        },
+    );
 /// unlimited_ocr on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

@@ -388,9 +388,14 @@ pub struct Report {
 
 /// Engines of one platform that run the same kernels, so their verdicts must agree: webgpu's
 /// browser engine (onnxruntime-web's `webgpu` bundle, the C++ WebGPU provider in wasm) and its
-/// native one (the same provider as ONNX Runtime's plugin, with Dawn). Where they disagree, one of
-/// them (the wasm build, the browser's adapter, or the plugin) is the finding, not the model.
-pub const SAME_KERNELS: [(&str, [&str; 2]); 1] = [("webgpu", ["browser", "onnxruntime"])];
+/// native one (the same provider as ONNX Runtime's plugin, with Dawn); openvino's ONNX Runtime
+/// provider and OpenVINO's own runtime (both OpenVINO's CPU plugin, the provider build bundling an
+/// older OpenVINO). Where they disagree, one of them (the wasm build, the browser's adapter, the
+/// plugin, the provider build) is the finding, not the model.
+pub const SAME_KERNELS: [(&str, [&str; 2]); 2] = [
+    ("webgpu", ["browser", "onnxruntime"]),
+    ("openvino", ["onnxruntime", "openvino"]),
+];
 
 /// A model both same-kernel engines measured, with different verdicts.
 #[derive(Debug, Serialize)]

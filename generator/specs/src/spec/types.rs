@@ -103,6 +103,10 @@ pub enum EngineSpec {
         #[serde(default)]
         device_type: Option<String>,
     },
+    /// OpenVINO's own runtime on one of its devices (`CPU`, `GPU`, `NPU`).
+    Openvino {
+        device: String,
+    },
 }
 
 impl EngineSpec {
@@ -112,6 +116,7 @@ impl EngineSpec {
             EngineSpec::Libtorch { .. } => EngineKind::Libtorch,
             EngineSpec::Wgpu {} => EngineKind::Wgpu,
             EngineSpec::Browser { .. } => EngineKind::Browser,
+            EngineSpec::Openvino { .. } => EngineKind::Openvino,
         }
     }
 }
