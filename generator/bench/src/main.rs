@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use runtime::bench::{self, Options};
 
-const USAGE: &str = "usage: hwmatrix-bench --model MODEL_TYPE --platform PLATFORM [--engine onnxruntime|libtorch|browser] \
+const USAGE: &str = "usage: hwmatrix-bench --model MODEL_TYPE --platform PLATFORM [--engine onnxruntime|libtorch|browser|openvino] \
 [--precision fp16|int8|q4|q4f16|qdq8] [--runs N (50)] [--warmup N (5)] [--batch 1,2,4,8] [--python PATH | --no-python]";
 
 struct Args {
@@ -107,6 +107,32 @@ fn main() -> ExitCode {
     }
 }
 
+/// One tab-separated line per benchmarked cell (model, platform, engine, median and p90 ms,
+/// threads) appended to the file HWMATRIX_BENCH_SUMMARY names: how `gen bench` compares the
+/// engines it ran in processes of their own.
+fn summarize(cell: &runtime::Cell, result: &bench::Bench) {
+    let Some(path) = std::env::var_os("HWMATRIX_BENCH_SUMMARY") else {
+        return;
+    };
+    let line = format!(
+        "{}\t{}\t{}\t{}\t{}\t{}\n",
+        cell.id(),
+        cell.platform.platform.name(),
+        cell.engine.describe(),
+        result.latency.median_ms,
+        result.latency.p90_ms,
+        result.threads.intra_op
+    );
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+    if let Err(e) = written {
+        eprintln!("warning: cannot append to {}: {e}", path.to_string_lossy());
+    }
+}
+
 /// Benchmarks one cell (or component) and prints its table; false when it failed.
 fn bench_one(cell: &runtime::Cell, options: &Options) -> bool {
     eprintln!(
@@ -192,6 +218,7 @@ fn bench_one(cell: &runtime::Cell, options: &Options) -> bool {
             if let Some(peak) = result.peak_rss_kb {
                 println!("peak resident memory of this process: {peak} KiB");
             }
+            summarize(cell, &result);
             true
         }
         Err(e) => {

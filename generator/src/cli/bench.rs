@@ -15,6 +15,13 @@ inference. --precision benchmarks a format's graph (model.int8.onnx...) the
 same way; the record keeps the file's size. Written as a `bench` record
 (results/), which gen report shows under performance.
 
+On openvino without --engine, both of its engines (ONNX Runtime's OpenVINO
+provider, OpenVINO's own runtime) and ONNX Runtime's CPU provider on the same
+fixture, each in a process of its own with the same threads, warm-up and
+runs, then a table of their medians and each one's ratio to the CPU
+provider's: the comparison this machine can make honestly (all three run on
+its CPU).
+
 Builds and runs hwmatrix-bench in release mode with the platform's cargo
 feature (a platform's engines are compiled in only with it):
   cargo run --release -p hwmatrix-bench [--features P] -- --model M --platform P ...";
@@ -30,9 +37,10 @@ pub struct Args {
     /// Batch sizes for throughput, comma-separated
     #[arg(long, default_value = "1,2,4,8")]
     batch: String,
-    /// The engine of the cell: onnxruntime, libtorch or browser
-    #[arg(long, default_value = "onnxruntime")]
-    engine: String,
+    /// The engine of the cell: onnxruntime (default), libtorch, browser or openvino; on
+    /// openvino, without it: both engines and the CPU provider, compared
+    #[arg(long)]
+    engine: Option<String>,
     /// Skip the Python onnxruntime comparison
     #[arg(long)]
     no_python: bool,
@@ -58,11 +66,91 @@ pub fn run(
                 .into(),
         );
     }
-    let mut features: Vec<String> = Vec::new();
-    if platform.name() != "cpu" {
-        features.push(platform.name().to_string());
+    let compared = args.engine.is_none() && platform.name() == "openvino";
+    if !compared {
+        let engine = args.engine.as_deref().unwrap_or("onnxruntime");
+        return bench_one(root, model, platform.name(), engine, args, None, out, err);
     }
-    if args.engine == "libtorch" {
+    // Each in a process of its own: a process loads one ONNX Runtime and one OpenVINO.
+    let cells = [
+        ("cpu", "onnxruntime"),
+        ("openvino", "onnxruntime"),
+        ("openvino", "openvino"),
+    ];
+    let summary = std::env::temp_dir().join(format!("hwmatrix-bench-{}.tsv", std::process::id()));
+    let _ = std::fs::remove_file(&summary);
+    let mut status = 0;
+    for (platform, engine) in cells {
+        let code = bench_one(
+            root,
+            model,
+            platform,
+            engine,
+            args,
+            Some(&summary),
+            out,
+            err,
+        )?;
+        status = status.max(code);
+    }
+    let lines = std::fs::read_to_string(&summary).unwrap_or_default();
+    let _ = std::fs::remove_file(&summary);
+    let rows: Vec<Vec<&str>> = lines.lines().map(|l| l.split('\t').collect()).collect();
+    let baseline = rows
+        .iter()
+        .find(|r| r.get(1) == Some(&"cpu"))
+        .and_then(|r| r.get(3)?.parse::<f64>().ok());
+    let _ = writeln!(
+        out,
+        "\n{model}: the same fixture on this machine's CPU, {} timed runs after {} warm-up, medians",
+        args.runs, args.warmup
+    );
+    let _ = writeln!(
+        out,
+        "{:<70} {:>10} {:>10} {:>8} {:>14}",
+        "engine", "median ms", "p90 ms", "threads", "/ cpu provider"
+    );
+    for r in rows.iter().filter(|r| r.len() >= 6) {
+        let median = r[3].parse::<f64>().unwrap_or(f64::NAN);
+        let ratio = baseline.map_or("?".to_string(), |b| format!("{:.3}", median / b));
+        let _ = writeln!(
+            out,
+            "{:<70} {:>10.4} {:>10.4} {:>8} {:>14}",
+            format!("{} ({})", r[2], r[1]),
+            median,
+            r[4].parse::<f64>().unwrap_or(f64::NAN),
+            r[5],
+            ratio
+        );
+    }
+    if rows.len() < cells.len() {
+        let _ = writeln!(
+            out,
+            "({} of {} engines benchmarked: the others' errors are above)",
+            rows.len(),
+            cells.len()
+        );
+    }
+    Ok(status)
+}
+
+/// Builds and runs hwmatrix-bench for one cell; `summary` collects its medians.
+#[allow(clippy::too_many_arguments)]
+fn bench_one(
+    root: &std::path::Path,
+    model: &str,
+    platform: &str,
+    engine: &str,
+    args: &Args,
+    summary: Option<&std::path::Path>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32, String> {
+    let mut features: Vec<String> = Vec::new();
+    if platform != "cpu" {
+        features.push(platform.to_string());
+    }
+    if engine == "libtorch" {
         features.push("torch".into());
     }
     let mut command =
@@ -78,10 +166,13 @@ pub fn run(
         "--model",
         model,
         "--platform",
-        platform.name(),
+        platform,
         "--engine",
-        &args.engine,
+        engine,
     ]);
+    if let Some(summary) = summary {
+        command.env("HWMATRIX_BENCH_SUMMARY", summary);
+    }
     command.args([
         "--runs",
         &args.runs.to_string(),
@@ -106,7 +197,8 @@ pub fn run(
         }
     );
     let output = command.output().map_err(|e| format!("error: cannot run cargo for hwmatrix-bench: {e}\n  help: gen bench runs from a checkout with cargo on PATH"))?;
-    let _ = out.write_all(&output.stdout);
+    // What it benchmarks (its stderr) before the table (its stdout).
     let _ = err.write_all(&output.stderr);
+    let _ = out.write_all(&output.stdout);
     Ok(output.status.code().unwrap_or(1))
 }

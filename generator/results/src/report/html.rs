@@ -387,6 +387,26 @@ pub fn render(report: &Report) -> Result<String, String> {
         "model_platform": model_matrix(report, &platforms),
         "issues": issue_groups(report),
         "performance": performance_rows(report),
+        "engine_ratios": report
+            .engine_ratios
+            .iter()
+            .map(|r| {
+                vec![
+                    r.model.clone(),
+                    r.check.clone(),
+                    r.engine.clone(),
+                    format!("{:.3}", r.engine_ms),
+                    r.baseline.clone(),
+                    format!("{:.3}", r.baseline_ms),
+                    format!("{:.2}", r.ratio),
+                    r.conditions.clone(),
+                ]
+            })
+            .collect::<Vec<_>>(),
+        "engine_ratio_summary": super::engine_ratio_summary(&report.engine_ratios)
+            .into_iter()
+            .map(|(engine, baseline, n, median)| format!("{engine} over {baseline}: median ratio {median:.2} over {n} models"))
+            .collect::<Vec<_>>(),
         "fastest": fastest_rows(report),
         "contradicted": contradicted_lines(report),
         "models": model_rows(report),

@@ -257,6 +257,34 @@ fn performance_table(report: &Report) -> Table {
     table
 }
 
+fn engine_ratios_table(report: &Report) -> Table {
+    let mut table = Table::new(&[
+        "model",
+        "check",
+        "engine",
+        "median ms",
+        "baseline",
+        "median ms",
+        "ratio",
+        "conditions",
+        "records",
+    ]);
+    for r in &report.engine_ratios {
+        table.row(vec![
+            r.model.clone(),
+            r.check.clone(),
+            r.engine.clone(),
+            format!("{:.3}", r.engine_ms),
+            r.baseline.clone(),
+            format!("{:.3}", r.baseline_ms),
+            format!("{:.2}", r.ratio),
+            escape(&r.conditions),
+            r.records.join(", "),
+        ]);
+    }
+    table
+}
+
 fn fastest_table(report: &Report) -> Table {
     let mut table = Table::new(&[
         "category",
@@ -513,6 +541,11 @@ pub fn render(report: &Report) -> Result<String, String> {
         "engine_disagreements": engine_disagreements_table(report),
         "issues": issues,
         "performance": performance_table(report),
+        "engine_ratios": engine_ratios_table(report),
+        "engine_ratio_summary": super::engine_ratio_summary(&report.engine_ratios)
+            .into_iter()
+            .map(|(engine, baseline, n, median)| format!("{engine} over {baseline}: median ratio {median:.2} over {n} models"))
+            .collect::<Vec<_>>(),
         "fastest": fastest_table(report),
         "contradicted": contradicted,
         "models": models_table(report),

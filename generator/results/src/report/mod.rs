@@ -383,6 +383,8 @@ pub struct Report {
     /// Models whose engines that run the same kernels (webgpu's browser and native) disagree.
     pub engine_disagreements: Vec<EngineDisagreement>,
     pub performance: Vec<Performance>,
+    /// Engines timed on this machine's CPU against ONNX Runtime's CPU provider.
+    pub engine_ratios: Vec<EngineRatio>,
     pub recommendations: Recommendations,
 }
 
@@ -526,6 +528,7 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
     let matrices = matrices(specs, &cells, &platform_names);
     let source = source(db, runs)?;
     let performance = performance(&evidence);
+    let engine_ratios = engine_ratios(&performance);
     let recommendations = Recommendations {
         fastest_verified_platform: fastest(&cells, &performance),
         contradicted_expectations: contradictions(&cells),
@@ -550,6 +553,7 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
         memory: memory::MemorySection::default(),
         engine_disagreements,
         performance,
+        engine_ratios,
         recommendations,
     })
 }
@@ -1081,6 +1085,88 @@ fn performance(evidence: &[Evidence]) -> Vec<Performance> {
         .collect()
 }
 
+/// Engines that run on the CPU of the machine that runs the cpu cells, each compared with ONNX
+/// Runtime's CPU provider there: (baseline platform, engine), (platform, engine). The one
+/// performance comparison a machine without the other platforms' hardware makes honestly.
+pub const CPU_COMPARISONS: [((&str, &str), (&str, &str)); 2] = [
+    (("cpu", "onnxruntime"), ("openvino", "openvino")),
+    (("cpu", "onnxruntime"), ("openvino", "onnxruntime")),
+];
+
+/// One model's latency on an engine over ONNX Runtime's CPU provider's: the same check (the
+/// same fixture and inputs), the same conditions (threads, checks in flight, runs).
+#[derive(Debug, Serialize)]
+pub struct EngineRatio {
+    pub model: String,
+    pub check: String,
+    /// `platform engine`, e.g. `cpu onnxruntime`.
+    pub baseline: String,
+    pub engine: String,
+    pub baseline_ms: f64,
+    pub engine_ms: f64,
+    /// engine_ms / baseline_ms: below 1 the engine is faster.
+    pub ratio: f64,
+    pub conditions: String,
+    pub records: [String; 2],
+}
+
+/// Every model timed by both engines of a CPU comparison under the same conditions; a pair
+/// timed under different ones (another number of checks in flight) is no comparison.
+fn engine_ratios(performance: &[Performance]) -> Vec<EngineRatio> {
+    let mut ratios = Vec::new();
+    for ((base_platform, base_engine), (platform, engine)) in CPU_COMPARISONS {
+        for p in performance
+            .iter()
+            .filter(|p| p.platform == platform && p.engine == engine && !p.stands_in)
+        {
+            let baseline = performance.iter().find(|b| {
+                b.platform == base_platform
+                    && b.engine == base_engine
+                    && b.model == p.model
+                    && b.check == p.check
+                    && b.conditions == p.conditions
+            });
+            if let Some(b) = baseline.filter(|b| b.median_ms > 0.0) {
+                ratios.push(EngineRatio {
+                    model: p.model.clone(),
+                    check: p.check.clone(),
+                    baseline: format!("{base_platform} {base_engine}"),
+                    engine: format!("{platform} {engine}"),
+                    baseline_ms: b.median_ms,
+                    engine_ms: p.median_ms,
+                    ratio: p.median_ms / b.median_ms,
+                    conditions: p.conditions.clone(),
+                    records: [b.record.clone(), p.record.clone()],
+                });
+            }
+        }
+    }
+    ratios.sort_by(|a, b| (&a.engine, &a.model, &a.check).cmp(&(&b.engine, &b.model, &b.check)));
+    ratios
+}
+
+/// Per compared engine: how many models, and the median of their ratios.
+pub fn engine_ratio_summary(ratios: &[EngineRatio]) -> Vec<(String, String, usize, f64)> {
+    let mut by_engine: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
+    for r in ratios {
+        by_engine
+            .entry((&r.engine, &r.baseline))
+            .or_default()
+            .push(r.ratio);
+    }
+    by_engine
+        .into_iter()
+        .map(|((engine, baseline), mut values)| {
+            (
+                engine.to_string(),
+                baseline.to_string(),
+                values.len(),
+                median(&mut values),
+            )
+        })
+        .collect()
+}
+
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     let n = values.len();
@@ -1352,6 +1438,52 @@ mod tests {
         );
         let rows = stage_rows(&model_runs, &["webgpu".to_string()]);
         assert_eq!(rows[0].counts.iter().map(|(_, n)| n).sum::<usize>(), 1);
+    }
+
+    #[test]
+    fn engines_compare_only_under_the_same_conditions() {
+        let timed =
+            |platform: &str, engine: &str, model: &str, ms: f64, conditions: &str| Performance {
+                model: model.into(),
+                category: "text_encoders".into(),
+                platform: platform.into(),
+                engine: engine.into(),
+                check: "matches_reference".into(),
+                median_ms: ms,
+                p90_ms: None,
+                throughput: None,
+                rss_growth_kb: None,
+                peak_rss_kb: None,
+                rust_over_python: None,
+                conditions: conditions.into(),
+                device: None,
+                stands_in: false,
+                record: format!("{platform}-{engine}-{model}"),
+            };
+        let alone = "threads 1, 0 other checks in flight, 10 runs";
+        let found = engine_ratios(&[
+            timed("cpu", "onnxruntime", "bert", 2.0, alone),
+            timed("openvino", "openvino", "bert", 1.0, alone),
+            timed(
+                "cpu",
+                "onnxruntime",
+                "vit",
+                2.0,
+                "threads 1, 1 other checks in flight, 10 runs",
+            ),
+            timed("openvino", "openvino", "vit", 1.0, alone),
+        ]);
+        assert_eq!(
+            found.len(),
+            1,
+            "vit's pair ran under other conditions: {found:?}"
+        );
+        assert_eq!((found[0].model.as_str(), found[0].ratio), ("bert", 0.5));
+        let summary = engine_ratio_summary(&found);
+        assert_eq!(
+            summary,
+            vec![("openvino openvino".into(), "cpu onnxruntime".into(), 1, 0.5)]
+        );
     }
 
     #[test]

@@ -100,6 +100,17 @@ fn small_report() -> Report {
         memory: memory(),
         engine_disagreements: engine_disagreements(),
         performance: performance(),
+        engine_ratios: vec![EngineRatio {
+            model: "bert".into(),
+            check: "matches_reference".into(),
+            baseline: "cpu onnxruntime".into(),
+            engine: "openvino openvino".into(),
+            baseline_ms: 0.0439,
+            engine_ms: 0.0657,
+            ratio: 0.0657 / 0.0439,
+            conditions: "1 thread, no other check".into(),
+            records: ["r-cpu".into(), "r-ov".into()],
+        }],
         recommendations: recommendations(),
         cells: cells(),
     }
