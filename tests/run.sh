@@ -161,19 +161,11 @@ cargo test --locked --workspace --features generated/torch 2>&1 | tee -a "$log"
 # corrupted the heap of the test process (SIGSEGV, "malloc(): unsorted double
 # linked list corrupted") after about 800 cells, at a different cell each time;
 # every cell passes when run alone or in smaller sets. Beside it, the qnn cells.
-# Then OpenVINO's own runtime (openvino::ov), in a process of its own: the provider
+# OpenVINO's own runtime (openvino::ov) runs later, in a process of its own: the provider
 # build bundles another OpenVINO, and a process loads one.
-step "the openvino cells (OpenVINO's CPU device: ONNX Runtime's provider, verified from the session profile, then OpenVINO's runtime, verified by its execution devices), beside the qnn cells"
-openvino_cells() {
-  cargo test --locked -p generated --features qnn,openvino ::openvino::onnx:: -- --test-threads=1
-  # One test thread: with two, OpenVINO 2026.4.1 aborted the process after 2,128 of 2,201
-  # checks ("terminate called after throwing an instance of 'Xbyak::Error': err munmap").
-  # ONNX Runtime's CPU provider times each model's matches_reference again in this process,
-  # under the same conditions as OpenVINO's runtime, for the report's ratio of the two.
-  cargo test --locked -p generated --features qnn,openvino -- --test-threads=1 ::openvino::ov:: ::cpu::onnx::matches_reference
-}
+step "the openvino cells of ONNX Runtime's OpenVINO provider (OpenVINO's CPU device, provider verified from the session profile), beside the qnn cells"
 HWMATRIX_BESIDE="the qnn cells' test process (tests/run.sh), on the same 2 cores" \
-  in_background "the openvino cells" openvino_cells
+  in_background "the openvino cells" cargo test --locked -p generated --features qnn,openvino ::openvino::onnx:: -- --test-threads=1
 
 # Qualcomm's HTP: onnxruntime-qnn's plugin with its x86-64 HTP emulator, strict
 # (no CPU fallback), one static-shape graph per input shape; each check in a
@@ -189,6 +181,16 @@ done
 HWMATRIX_BESIDE="the openvino cells' test process (tests/run.sh), on the same 2 cores" \
   cargo test --locked -p generated --features qnn,openvino -- "${qnn_filters[@]}" 2>&1 | tee -a "$log"
 join_background "the openvino cells"
+
+# OpenVINO's own runtime (the openvino platform's second engine: PyPI's openvino, its
+# compiled model's EXECUTION_DEVICES verified), beside the steps below, which mostly leave a
+# core idle (a browser, the single-threaded HTP emulator). One test thread: with two,
+# OpenVINO 2026.4.1 aborted the process after 2,128 of 2,201 checks ("terminate called after
+# throwing an instance of 'Xbyak::Error': err munmap"). ONNX Runtime's CPU provider times
+# each model's matches_reference again in this process, next to OpenVINO's runtime and under
+# the same conditions, for the report's ratio of the two.
+HWMATRIX_BESIDE="the web cells and the evidence store's re-verification (tests/run.sh), on the same 2 cores" \
+  in_background "OpenVINO's runtime cells" cargo test --locked -p generated --features qnn,openvino -- --test-threads=1 ::openvino::ov:: ::cpu::onnx::matches_reference
 
 # The web cells in a real headless Chromium (onnxruntime-web), for the seeds'
 # 13 high-priority models. WebGPU here is SwiftShader, Chromium's software
@@ -263,6 +265,7 @@ cargo run --quiet --locked -p generator --bin gen -- bench --model bert --platfo
 # database, which keeps the history of earlier runs; then the report of this
 # run, and proof that each passed cell names records the database holds.
 join_background "the memory figures (gen memory --all)"
+join_background "OpenVINO's runtime cells"
 step "the report: this run's records into results/hwmatrix.sqlite, gen report (Markdown, HTML, JSON) in results/report/"
 cargo run --quiet --locked -p generator --bin gen -- results import
 cargo run --quiet --locked -p generator --bin gen -- report --run "$HWMATRIX_RUN_ID" --format markdown --format html --format json --out results/report

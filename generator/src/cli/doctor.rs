@@ -16,7 +16,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use hwmatrix_cell::{BrowserBackend, ExecutionProvider, Platform};
+use hwmatrix_cell::{BrowserBackend, EngineKind, ExecutionProvider, Platform};
 use hwmatrix_platforms::{self as platforms, Availability};
 
 use hwmatrix_specs::spec::{EngineSpec, Specs};
@@ -128,11 +128,23 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
     // The runtime finds the platform's own ONNX Runtime library
     // (hwmatrix_platforms::onnxruntime_library); libtorch is linked at build time from
     // the venv's torch (LIBTORCH_USE_PYTORCH=1 with its python first on PATH).
-    let command = format!(
-        "cargo test -p generated --features {} ::{}::",
-        features.join(","),
-        platform.name()
-    );
+    let run = |filter: String| {
+        format!(
+            "cargo test -p generated --features {} {filter}",
+            features.join(",")
+        )
+    };
+    // openvino's engines each load their own OpenVINO, one per process: a command per engine.
+    let kinds: Vec<EngineKind> = planned.engines.iter().map(|e| e.kind()).collect();
+    let command = if kinds.contains(&EngineKind::Openvino) && kinds.len() > 1 {
+        kinds
+            .iter()
+            .map(|k| run(format!("::{}::{}::", platform.name(), k.module(platform))))
+            .collect::<Vec<_>>()
+            .join(", then ")
+    } else {
+        run(format!("::{}::", platform.name()))
+    };
     Diagnosis {
         platform,
         found,
