@@ -184,11 +184,10 @@ join_background "the openvino cells"
 
 # OpenVINO's own runtime (the openvino platform's second engine: PyPI's openvino, its
 # compiled model's EXECUTION_DEVICES verified), beside the steps below, which mostly leave a
-# core idle (a browser, the single-threaded HTP emulator). One test thread: with two,
-# OpenVINO 2026.4.1 aborted the process after 2,128 of 2,201 checks ("terminate called after
-# throwing an instance of 'Xbyak::Error': err munmap"). ONNX Runtime's CPU provider times
+# core idle (a browser, the single-threaded HTP emulator). ONNX Runtime's CPU provider times
 # each model's matches_reference again in this process, next to OpenVINO's runtime and under
-# the same conditions, for the report's ratio of the two.
+# the same conditions (one test thread, nothing else in flight), for the report's ratio of
+# the two.
 HWMATRIX_BESIDE="the web cells and the evidence store's re-verification (tests/run.sh), on the same 2 cores" \
   in_background "OpenVINO's runtime cells" cargo test --locked -p generated --features qnn,openvino -- --test-threads=1 ::openvino::ov:: ::cpu::onnx::matches_reference
 
