@@ -1085,10 +1085,13 @@ fn performance(evidence: &[Evidence]) -> Vec<Performance> {
         .collect()
 }
 
+/// A platform and one of its engines, by name: `("openvino", "openvino")`.
+pub type PlatformEngine = (&'static str, &'static str);
+
 /// Engines that run on the CPU of the machine that runs the cpu cells, each compared with ONNX
 /// Runtime's CPU provider there: (baseline platform, engine), (platform, engine). The one
 /// performance comparison a machine without the other platforms' hardware makes honestly.
-pub const CPU_COMPARISONS: [((&str, &str), (&str, &str)); 2] = [
+pub const CPU_COMPARISONS: [(PlatformEngine, PlatformEngine); 2] = [
     (("cpu", "onnxruntime"), ("openvino", "openvino")),
     (("cpu", "onnxruntime"), ("openvino", "onnxruntime")),
 ];
