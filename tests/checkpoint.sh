@@ -97,9 +97,12 @@ for platform, precision in wanted:
                 sys.exit(f"error: int8 on all-MiniLM-L6-v2 keeps a mean-pooled embedding cosine of {pooled}, below 0.99: "
                          "the int8 recipe (export.py's variant_int8) lost what its users measure")
 PY
-# OpenVINO's session on the same trained weights (its float32 checks; their records keep the
-# session's memory, compared with the computed size below).
-cargo test --quiet --locked -p generated --features qnn,openvino text_encoders::bert::openvino:: -- --skip _matches_reference 2>&1 | tail -2
+# OpenVINO's sessions on the same trained weights (their float32 checks; the records keep the
+# session's memory, compared with the computed size below): ONNX Runtime's provider, then
+# OpenVINO's runtime, each in a process of its own (each loads its own OpenVINO).
+for engine in onnx ov; do
+  cargo test --quiet --locked -p generated --features qnn,openvino "text_encoders::bert::openvino::$engine::" -- --skip _matches_reference 2>&1 | tail -2
+done
 # What each format saves and costs on the trained weights: `gen bench` of float32 and every
 # variant (one batch). The report's "Formats on real checkpoints" table joins these records
 # with the precision records above, by fixture.
