@@ -34,7 +34,7 @@ pub fn detect() -> Availability {
 }
 
 /// The venv holding PyPI's `openvino` wheel, OpenVINO's own runtime (the
-/// openvino platform's `runtime` engine): apart from the provider build's
+/// openvino platform's `ov` cells): apart from the provider build's
 /// venv, which bundles an older OpenVINO (one OpenVINO per process).
 pub fn runtime_venv() -> PathBuf {
     hwmatrix_cell::paths::cache_dir().join("venv-openvino-runtime")

@@ -52,14 +52,7 @@ fn failed(kind: ErrorKind, what: &str, e: impl std::fmt::Display) -> CheckError 
 /// Opens `graph` (ONNX) with OpenVINO's runtime on `device`.
 pub fn open(device: &'static str, graph: &Path) -> Result<Box<dyn Session>, CheckError> {
     super::claim_openvino("OpenVINO's runtime (PyPI openvino)")?;
-    let library = hwmatrix_platforms::openvino::runtime_library()
-        .map_err(|m| CheckError::new(ErrorKind::LibraryMissing, m))?;
-    openvino_sys::library::load_from(&library).map_err(|e| {
-        CheckError::new(
-            ErrorKind::LibraryMissing,
-            format!("cannot load OpenVINO from {}: {e}", library.display()),
-        )
-    })?;
+    let library = loaded_library()?;
     let mut core = Core::new().map_err(|e| failed(ErrorKind::LibraryMissing, "core", e))?;
     let target = DeviceType::from(device);
     let available = core
@@ -110,11 +103,6 @@ pub fn open(device: &'static str, graph: &Path) -> Result<Box<dyn Session>, Chec
     let device_name = core
         .get_property(&DeviceType::from(device), &PropertyKey::DeviceFullName)
         .ok();
-    let library = format!(
-        "OpenVINO {} ({})",
-        hwmatrix_platforms::openvino::runtime_version().unwrap_or_else(|| "?".into()),
-        library.display()
-    );
     Ok(Box::new(OpenVinoSession {
         device,
         request,
@@ -122,10 +110,29 @@ pub fn open(device: &'static str, graph: &Path) -> Result<Box<dyn Session>, Chec
         _core: core,
         inputs,
         outputs,
-        library,
+        library: library.clone(),
         device_name,
         ran: false,
     }))
+}
+
+/// Loads OpenVINO's C library once per process (found by a scan of its venv) and says which
+/// it is, for records: `OpenVINO 2026.4.1 (<path>)`.
+fn loaded_library() -> Result<&'static String, CheckError> {
+    static LOADED: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
+    LOADED
+        .get_or_init(|| {
+            let library = hwmatrix_platforms::openvino::runtime_library()?;
+            openvino_sys::library::load_from(&library)
+                .map_err(|e| format!("cannot load OpenVINO from {}: {e}", library.display()))?;
+            Ok(format!(
+                "OpenVINO {} ({})",
+                hwmatrix_platforms::openvino::runtime_version().unwrap_or_else(|| "?".into()),
+                library.display()
+            ))
+        })
+        .as_ref()
+        .map_err(|m| CheckError::new(ErrorKind::LibraryMissing, m.clone()))
 }
 
 /// A port's tensor name, with the port freed. The crate's `Node` (openvino 0.11.1, pinned) has
