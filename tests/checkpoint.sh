@@ -100,9 +100,30 @@ PY
 # OpenVINO's sessions on the same trained weights (their float32 checks; the records keep the
 # session's memory, compared with the computed size below): ONNX Runtime's provider, then
 # OpenVINO's runtime, each in a process of its own (each loads its own OpenVINO).
-for engine in onnx ov; do
-  cargo test --quiet --locked -p generated --features qnn,openvino "text_encoders::bert::openvino::$engine::" -- --skip _matches_reference 2>&1 | tail -2
-done
+# OpenVINO's runtime also checks NNCF's weight formats (int8, int4: `gen fixtures` made them from
+# the trained weights), as optimum-intel's users ship them; their agreement is printed below.
+cargo test --quiet --locked -p generated --features qnn,openvino "text_encoders::bert::openvino::onnx::" -- --skip _matches_reference 2>&1 | tail -2
+cargo test --quiet --locked -p generated --features qnn,openvino "text_encoders::bert::openvino::ov::" -- --include-ignored 2>&1 | tail -2
+"$python" - "$HWMATRIX_RESULTS" "$HWMATRIX_RUN_ID" <<'PY'
+import glob, json, sys
+results, run = sys.argv[1:]
+records = [json.loads(line) for path in glob.glob(f"{results}/*.jsonl") for line in open(path)]
+for precision in ("nncf_int8", "nncf_int4"):
+    mine = [r for r in records if r["run_id"] == run and r["model"] == "bert" and r["platform"] == "openvino"
+            and r["check"] == f"{precision}_matches_reference" and r["status"] in ("passed", "failed")]
+    if not mine:
+        sys.exit(f"error: no measured record of bert's {precision} check on OpenVINO's runtime on all-MiniLM-L6-v2 in {results}")
+    for r in mine:
+        if r.get("deviation") is None:
+            print(f"all-MiniLM-L6-v2 {precision} on openvino (OpenVINO's runtime) failed ({r.get('error_kind')}): {r['reason'][:300]}")
+            continue
+        for out in r["deviation"]["outputs"]:
+            a = out["agreement"]
+            pooled = a.get("pooled_cosine_min")
+            sentence = f", mean-pooled embedding cosine {pooled:.4f} (worst sentence)" if pooled is not None else ""
+            print(f"all-MiniLM-L6-v2 {precision} on openvino (OpenVINO's runtime) {r['status']}: {out['output']} worst-row cosine "
+                  f"{a['cosine_min']:.4f}, relative L2 {a['rel_l2']:.4f}{sentence}, max abs error {out['max_abs']:.3g}")
+PY
 # What each format saves and costs on the trained weights: `gen bench` of float32 and every
 # variant (one batch). The report's "Formats on real checkpoints" table joins these records
 # with the precision records above, by fixture.

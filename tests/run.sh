@@ -11,7 +11,8 @@
 #   3. the exporter's Python unit tests; every spec's category, architecture and task against transformers' registries
 #      (gen import --check); from the start of 2 until the tests run, the fixtures (ONNX, its
 #      precision variants, PyTorch references), cached by spec and exporter, built by one Python
-#      worker per core beside the checks and cargo's builds of every test binary the run uses
+#      worker per core beside the checks and cargo's builds of every test binary the run uses,
+#      then NNCF's int8 and int4 IR of each (OpenVINO's venv), for OpenVINO's runtime
 #   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
 #      with both engines (ONNX Runtime, and libtorch through tch, linked from the
 #      venv's torch); then the openvino cells, in a test process of their own, beside the
@@ -183,7 +184,8 @@ HWMATRIX_BESIDE="the openvino cells' test process (tests/run.sh), on the same 2 
 join_background "the openvino cells"
 
 # OpenVINO's own runtime (the openvino platform's second engine: PyPI's openvino, its
-# compiled model's EXECUTION_DEVICES verified), beside the steps below, which mostly leave a
+# compiled model's EXECUTION_DEVICES verified), with NNCF's int8 and int4 weight formats that
+# `gen fixtures` made, beside the steps below, which mostly leave a
 # core idle (a browser, the single-threaded HTP emulator). ONNX Runtime's CPU provider times
 # each model's matches_reference again in this process, next to OpenVINO's runtime and under
 # the same conditions (one test thread, nothing else in flight), for the report's ratio of

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{CheckError, ErrorKind};
-use crate::fixture_key::fixture_key;
+use crate::fixture_key::{NNCF_RECORD, fixture_key, nncf_key};
 use crate::npy;
 use crate::paths;
 use crate::tensor::Tensor;
@@ -98,6 +98,17 @@ pub struct ExtraExport {
     pub file: Option<String>,
     #[serde(default)]
     pub error: Option<String>,
+}
+
+/// `nncf.json`: the NNCF formats of one export of a fixture.
+#[derive(Debug, Deserialize)]
+struct NncfRecord {
+    /// The key of the script that made them ([`nncf_key`]).
+    key: String,
+    /// The `cache_key` of the export they were made from.
+    fixture_key: Option<String>,
+    nncf_int8: ExtraExport,
+    nncf_int4: ExtraExport,
 }
 
 #[derive(Debug, Deserialize)]
@@ -280,6 +291,9 @@ impl Fixture {
     /// A precision variant's model (`model.q4.onnx`), or the exporter's
     /// reason for not having one (`meta.json`'s `q4.error`).
     pub fn model_precision(&self, precision: Precision) -> Result<PathBuf, CheckError> {
+        if precision.is_openvino_ir() {
+            return self.openvino_ir(precision);
+        }
         let path = self.dir.join(precision.model_file());
         if path.is_file() {
             return Ok(path);
@@ -290,6 +304,7 @@ impl Fixture {
             Precision::Q4 => &self.meta.q4,
             Precision::Q4f16 => &self.meta.q4f16,
             Precision::Qdq8 => &self.meta.qdq8,
+            Precision::NncfInt8 | Precision::NncfInt4 => unreachable!("read from nncf.json above"),
         };
         Err(match made.as_ref().and_then(|v| v.error.as_ref()) {
             Some(error) => {
@@ -324,6 +339,79 @@ impl Fixture {
                 ),
             ),
         })
+    }
+
+    /// An NNCF format's IR (`model.nncf_int4.xml`), made after the export by
+    /// generator/importer/exporter/nncf_variants.py, which says in `nncf.json` how
+    /// it made each for this fixture, or NNCF's reason for not making one.
+    fn openvino_ir(&self, precision: Precision) -> Result<PathBuf, CheckError> {
+        let record = self.dir.join(NNCF_RECORD);
+        let rebuild =
+            "run `bash tests/setup.sh openvino` (OpenVINO's runtime and NNCF), then `gen fixtures`";
+        let made: NncfRecord = match std::fs::read_to_string(&record) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| {
+                CheckError::new(
+                    ErrorKind::FixtureInvalid,
+                    format!("{}: {e}", record.display()),
+                )
+            })?,
+            Err(_) => {
+                return Err(CheckError::new(
+                    ErrorKind::FixtureInvalid,
+                    format!(
+                        "{} has no NNCF formats ({NNCF_RECORD}): {rebuild}",
+                        self.dir.display()
+                    ),
+                ));
+            }
+        };
+        let stale = if made.fixture_key != self.meta.cache_key {
+            Some("from another export of this fixture")
+        } else if made.key != nncf_key() {
+            Some("by another version of nncf_variants.py or its requirements")
+        } else {
+            None
+        };
+        if let Some(how) = stale {
+            return Err(CheckError::new(
+                ErrorKind::FixtureInvalid,
+                format!(
+                    "{}: its NNCF formats were made {how}: {rebuild}",
+                    record.display()
+                ),
+            ));
+        }
+        let variant = match precision {
+            Precision::NncfInt8 => made.nncf_int8,
+            _ => made.nncf_int4,
+        };
+        match variant {
+            ExtraExport {
+                file: Some(file), ..
+            } if self.dir.join(&file).is_file() => Ok(self.dir.join(file)),
+            ExtraExport {
+                error: Some(error), ..
+            } => Err(CheckError::new(
+                // A model whose weights NNCF leaves all in the backup width has no such format.
+                if error.contains("compressed no weight") {
+                    ErrorKind::DoesNotApply
+                } else {
+                    ErrorKind::ExportFailed
+                },
+                format!(
+                    "NNCF could not make the {} model: {error}",
+                    precision.name()
+                ),
+            )),
+            _ => Err(CheckError::new(
+                ErrorKind::FixtureInvalid,
+                format!(
+                    "{} names no {} file that exists: {rebuild}",
+                    record.display(),
+                    precision.name()
+                ),
+            )),
+        }
     }
 
     pub fn shape(&self, shape: Shape) -> &ShapeMeta {
@@ -432,5 +520,52 @@ mod tests {
         let failed = fixture_with("RuntimeError: the quantizer crashed");
         let error = failed.model_precision(Precision::Q4f16).unwrap_err();
         assert_eq!(error.kind, ErrorKind::ExportFailed, "{}", error.message);
+    }
+
+    /// NNCF's formats are read from nncf.json: made, not applicable, failed, stale or absent.
+    #[test]
+    fn nncf_formats_say_what_nncf_made() {
+        let dir = std::env::temp_dir().join(format!("hwmatrix-nncf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let meta = serde_json::json!({
+            "model_type": "m", "source": "tiny-random", "shapes": [], "cache_key": "k1",
+        });
+        let fixture = Fixture {
+            dir: dir.clone(),
+            meta: serde_json::from_value(meta).unwrap(),
+        };
+        let kind = |p: Precision| fixture.model_precision(p).map_err(|e| e.kind);
+        assert_eq!(kind(Precision::NncfInt8), Err(ErrorKind::FixtureInvalid));
+        let record = |key: &str, fixture_key: &str| {
+            let made = serde_json::json!({
+                "key": key, "fixture_key": fixture_key,
+                "nncf_int8": {"file": "model.nncf_int8.xml"},
+                "nncf_int4": {"error": "NNCF compressed no weight to int4 ({'int4': 0, 'int8': 3})"},
+            });
+            std::fs::write(dir.join(NNCF_RECORD), made.to_string()).unwrap();
+        };
+        record(&nncf_key(), "k1");
+        // Named but not on disk: the fixture is broken, not the format.
+        assert_eq!(kind(Precision::NncfInt8), Err(ErrorKind::FixtureInvalid));
+        std::fs::write(dir.join("model.nncf_int8.xml"), "<net/>").unwrap();
+        assert_eq!(
+            kind(Precision::NncfInt8),
+            Ok(dir.join("model.nncf_int8.xml"))
+        );
+        assert_eq!(kind(Precision::NncfInt4), Err(ErrorKind::DoesNotApply));
+        // Made from an earlier export of the fixture: refused, with how to remake it.
+        record(&nncf_key(), "k0");
+        let stale = fixture.model_precision(Precision::NncfInt8).unwrap_err();
+        assert_eq!(stale.kind, ErrorKind::FixtureInvalid);
+        assert!(stale.message.contains("gen fixtures"), "{}", stale.message);
+        // Made by another version of the script: refused too.
+        record("an older script", "k1");
+        let older = fixture.model_precision(Precision::NncfInt8).unwrap_err();
+        assert!(
+            older.message.contains("another version"),
+            "{}",
+            older.message
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -56,8 +56,10 @@ fn parse() -> Result<Args, String> {
             "--precision" => {
                 let name = value()?;
                 options.precision = Some(
+                    // The ONNX formats (the bench compares with Python's onnxruntime on the same graph).
                     runtime::Precision::ALL
                         .into_iter()
+                        .filter(|p| !p.is_openvino_ir())
                         .find(|p| p.name() == name)
                         .ok_or_else(|| {
                             format!("--precision {name}: one of fp16, int8, q4, q4f16, qdq8")

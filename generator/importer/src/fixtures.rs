@@ -20,6 +20,8 @@ pub struct Summary {
     pub skipped_known_issue: usize,
     /// (model_type, the exporter's error)
     pub failed: Vec<(String, String)>,
+    /// NNCF's formats of the exported fixtures (None: not asked for).
+    pub nncf: Option<crate::nncf::Summary>,
 }
 
 /// Where a fixture's model comes from.
@@ -37,6 +39,8 @@ pub enum Source {
 /// `<root>/<model_type>.error.txt` with the real error.
 /// `retry_generation`: also export the models whose generation exporter failed before
 /// (`imported.generation_export`), to see whether a change to it fixed them.
+/// `nncf_python`: OpenVINO's venv, which then makes NNCF's formats of every exported fixture.
+#[allow(clippy::too_many_arguments)]
 pub fn build(
     plan: &Plan,
     root: &Path,
@@ -44,6 +48,7 @@ pub fn build(
     workers: usize,
     source: &Source,
     retry_generation: bool,
+    nncf_python: Option<&Path>,
     log: &mut dyn Write,
 ) -> Result<Summary, String> {
     let script = crate::workers::worker_script();
@@ -120,9 +125,45 @@ pub fn build(
         generation_names.insert(label.clone());
         jobs.push((label, generation_job(model, "generation", &out_dir, &key)?));
     }
-    if jobs.is_empty() {
-        return Ok(summary);
+    if !jobs.is_empty() {
+        export(
+            jobs,
+            root,
+            python,
+            workers,
+            &generation_names,
+            &mut summary,
+            log,
+        )?;
     }
+    if let Some(nncf_python) = nncf_python {
+        let dirs = crate::nncf::exported_fixtures(
+            root,
+            plan.models.iter().map(|m| m.model.spec.model_type.as_str()),
+        );
+        summary.nncf = Some(crate::nncf::make(
+            root,
+            &dirs,
+            nncf_python,
+            workers,
+            &root.join(".logs"),
+            log,
+        )?);
+    }
+    Ok(summary)
+}
+
+/// Runs the export jobs in a pool of workers, leaving each failure's error beside the fixtures.
+fn export(
+    jobs: Vec<(String, serde_json::Value)>,
+    root: &Path,
+    python: &Path,
+    workers: usize,
+    generation_names: &std::collections::BTreeSet<String>,
+    summary: &mut Summary,
+    log: &mut dyn Write,
+) -> Result<(), String> {
+    let generation_root = hwmatrix_cell::paths::generation_fixtures(root);
     let pool = Pool {
         python: python.to_path_buf(),
         workers,
@@ -161,7 +202,7 @@ pub fn build(
             }
         }
     }
-    Ok(summary)
+    Ok(())
 }
 
 /// One export job for the worker: the spec exactly as its digest was taken.

@@ -8,4 +8,5 @@ pub mod fixtures;
 pub mod import;
 pub mod measure;
 pub mod memory;
+pub mod nncf;
 pub mod workers;

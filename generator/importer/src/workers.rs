@@ -239,7 +239,7 @@ impl<'a> Progress<'a> {
         std::io::stderr().is_terminal()
     }
 
-    fn finished(&mut self, label: &str, outcome: &Outcome, took: Duration) {
+    pub(crate) fn finished(&mut self, label: &str, outcome: &Outcome, took: Duration) {
         self.done += 1;
         if let Err(error) = outcome {
             self.failed += 1;
@@ -276,7 +276,7 @@ impl<'a> Progress<'a> {
         let _ = self.out.flush();
     }
 
-    fn end(&mut self) {
+    pub(crate) fn end(&mut self) {
         if self.tty {
             let _ = writeln!(self.out);
         }

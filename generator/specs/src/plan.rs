@@ -438,40 +438,45 @@ impl<'a> Cell<'a> {
         }
     }
 
-    /// The platform's precision checks, on engines that run the ONNX graph's variants: each
-    /// inherits the float32 cell's status (`planned`) unless it runs, then its own outcome decides.
+    /// The precision checks of the cell's engine (the platform's on engines that run the ONNX
+    /// graph's variants, the engine's own on OpenVINO's runtime): each inherits the float32
+    /// cell's status (`planned`) unless it runs, then its own outcome decides.
     fn precision_checks(&self, planned: &Planned<String>) -> Vec<PrecisionPlan> {
         // Every engine that runs the ONNX graph runs its variants (the browser's
         // onnxruntime-web too); libtorch runs TorchScript and wgpu runs kernels.
-        match self.engine {
+        let formats = match self.engine {
             EngineSpec::Onnxruntime { .. } | EngineSpec::Browser { .. } => {
-                self.specs.hardware.platforms[&self.name]
-                    .precision_checks
-                    .iter()
-                    .map(|&precision| {
-                        let planned = match (
-                            planned,
-                            from_evidence(&self.what, &self.entries(&[precision.check_name()])),
-                        ) {
-                            (Planned::Run, Some(stored)) => stored,
-                            (other, _) => other.clone(),
-                        };
-                        let tolerance = self
-                            .spec
-                            .precision_tolerances
-                            .get(&precision)
-                            .cloned()
-                            .expect("the loader checks every precision check has a tolerance");
-                        PrecisionPlan {
-                            precision,
-                            planned,
-                            tolerance,
-                        }
-                    })
-                    .collect()
+                &self.specs.hardware.platforms[&self.name].precision_checks
             }
-            _ => Vec::new(),
-        }
+            // OpenVINO's runtime checks OpenVINO's own formats (NNCF's IR variants).
+            EngineSpec::Openvino {
+                precision_checks, ..
+            } => precision_checks,
+            _ => return Vec::new(),
+        };
+        formats
+            .iter()
+            .map(|&precision| {
+                let planned = match (
+                    planned,
+                    from_evidence(&self.what, &self.entries(&[precision.check_name()])),
+                ) {
+                    (Planned::Run, Some(stored)) => stored,
+                    (other, _) => other.clone(),
+                };
+                let tolerance = self
+                    .spec
+                    .precision_tolerances
+                    .get(&precision)
+                    .cloned()
+                    .expect("the loader checks every precision check has a tolerance");
+                PrecisionPlan {
+                    precision,
+                    planned,
+                    tolerance,
+                }
+            })
+            .collect()
     }
 
     /// Where the platform computes float32 graphs in a lower precision, the bounds its float32

@@ -99,7 +99,7 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
                 backend,
                 device_type,
             } => browser(*backend, device_type.as_deref()),
-            EngineSpec::Openvino { device } => platforms::openvino::runtime(device),
+            EngineSpec::Openvino { device, .. } => platforms::openvino::runtime(device),
             other => Err(format!(
                 "engine {} has no doctor probe yet",
                 other.kind().name()

@@ -29,6 +29,11 @@ pub struct Args {
     /// --platform cpu` records whether their `generates` checks pass now
     #[arg(long)]
     retry_generation: bool,
+    /// Skip NNCF's weight formats (OpenVINO IR with int8 and int4 weights, for the openvino
+    /// platform's OpenVINO-runtime engine), which are made after the export wherever
+    /// OpenVINO's venv (`bash tests/setup.sh openvino`) is installed
+    #[arg(long)]
+    no_nncf: bool,
 }
 
 pub fn run(
@@ -63,6 +68,9 @@ pub fn run(
             std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?,
         ),
     };
+    let openvino_python = hwmatrix_platforms::openvino::runtime_venv().join("bin/python");
+    let nncf_python =
+        (!args.no_nncf && openvino_python.exists()).then_some(openvino_python.as_path());
     let summary = fixtures::build(
         &plan,
         &dir,
@@ -70,6 +78,7 @@ pub fn run(
         workers(args.jobs),
         &source,
         args.retry_generation,
+        nncf_python,
         err,
     )?;
     let _ = writeln!(
@@ -82,6 +91,28 @@ pub fn run(
         summary.failed.len(),
         started.elapsed().as_secs_f64()
     );
+    match &summary.nncf {
+        Some(nncf) => {
+            let _ = writeln!(
+                out,
+                "NNCF formats (int8, int4) of the exported fixtures: {} made, {} cached, {} failed",
+                nncf.made,
+                nncf.cached,
+                nncf.failed.len()
+            );
+            for (fixture, why) in &nncf.failed {
+                let _ = writeln!(err, "error: NNCF's formats of {fixture}: {why}");
+            }
+        }
+        None if !args.no_nncf => {
+            let _ = writeln!(
+                out,
+                "NNCF formats: not made (no OpenVINO venv at {}: `bash tests/setup.sh openvino` installs it); the openvino runtime engine's nncf checks will say so",
+                openvino_python.display()
+            );
+        }
+        None => {}
+    }
     for (model, error) in &summary.failed {
         let first = error.lines().next().unwrap_or_default();
         let _ = writeln!(err, "error: the exporter failed on {model}: {first}");
@@ -93,5 +124,10 @@ pub fn run(
             dir.display()
         );
     }
-    Ok(if summary.failed.is_empty() { 0 } else { 1 })
+    let nncf_failed = summary.nncf.as_ref().is_some_and(|n| !n.failed.is_empty());
+    Ok(if summary.failed.is_empty() && !nncf_failed {
+        0
+    } else {
+        1
+    })
 }

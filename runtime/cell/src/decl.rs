@@ -379,15 +379,27 @@ pub enum Precision {
     /// activations and weights), calibrated on the fixture's own inputs: the
     /// format QNN's HTP and WebNN NPUs take.
     Qdq8,
+    /// OpenVINO IR with int8 weights (NNCF's `compress_weights`, INT8_ASYM: a
+    /// scale and zero point per output channel), float32 activations:
+    /// optimum-intel's `--weight-format int8`. OpenVINO's runtime only.
+    #[serde(rename = "nncf_int8")]
+    NncfInt8,
+    /// OpenVINO IR with int4 weights (INT4_ASYM in groups of 128, ratio 1.0,
+    /// embeddings and the last layer in the int8 backup): optimum-intel's
+    /// `--weight-format int4`. OpenVINO's runtime only.
+    #[serde(rename = "nncf_int4")]
+    NncfInt4,
 }
 
 impl Precision {
-    pub const ALL: [Precision; 5] = [
+    pub const ALL: [Precision; 7] = [
         Precision::Fp16,
         Precision::Int8,
         Precision::Q4,
         Precision::Q4f16,
         Precision::Qdq8,
+        Precision::NncfInt8,
+        Precision::NncfInt4,
     ];
 
     pub fn name(self) -> &'static str {
@@ -397,6 +409,8 @@ impl Precision {
             Precision::Q4 => "q4",
             Precision::Q4f16 => "q4f16",
             Precision::Qdq8 => "qdq8",
+            Precision::NncfInt8 => "nncf_int8",
+            Precision::NncfInt4 => "nncf_int4",
         }
     }
 
@@ -408,6 +422,8 @@ impl Precision {
             Precision::Q4 => "q4_matches_reference",
             Precision::Q4f16 => "q4f16_matches_reference",
             Precision::Qdq8 => "qdq8_matches_reference",
+            Precision::NncfInt8 => "nncf_int8_matches_reference",
+            Precision::NncfInt4 => "nncf_int4_matches_reference",
         }
     }
 
@@ -419,7 +435,15 @@ impl Precision {
             Precision::Q4 => "model.q4.onnx",
             Precision::Q4f16 => "model.q4f16.onnx",
             Precision::Qdq8 => "model.qdq8.onnx",
+            Precision::NncfInt8 => "model.nncf_int8.xml",
+            Precision::NncfInt4 => "model.nncf_int4.xml",
         }
+    }
+
+    /// A format of OpenVINO's own (an IR NNCF made), which only OpenVINO's runtime reads;
+    /// the others are ONNX graphs.
+    pub fn is_openvino_ir(self) -> bool {
+        matches!(self, Precision::NncfInt8 | Precision::NncfInt4)
     }
 }
 

@@ -24,6 +24,15 @@ pub const COMPONENTS_SOURCE: &[u8] =
 pub const GENERATION_SOURCE: &[u8] =
     include_bytes!("../../../generator/importer/exporter/generation.py");
 
+/// The script that makes NNCF's formats beside a fixture (OpenVINO IR, for OpenVINO's
+/// runtime) and its venv's pinned requirements: their key is in each fixture's `nncf.json`.
+pub const NNCF_SOURCE: &[u8] =
+    include_bytes!("../../../generator/importer/exporter/nncf_variants.py");
+pub const NNCF_REQUIREMENTS: &[u8] =
+    include_bytes!("../../../generator/importer/exporter/requirements-openvino-runtime.txt");
+/// The file nncf_variants.py writes beside a fixture: how it made each format, from which export.
+pub const NNCF_RECORD: &str = "nncf.json";
+
 /// The seed every fixture is built with.
 pub const SEED: u64 = 0;
 
@@ -66,6 +75,17 @@ pub fn generation_fixture_key(spec_digest: &str) -> String {
         &SEED.to_le_bytes(),
     ];
     for part in parts {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    hex(&hasher.finalize())
+}
+
+/// The key of NNCF's formats of a fixture (`nncf.json`'s `key`): the script and its requirements.
+/// `gen fixtures` remakes formats made under another; a cell refuses them.
+pub fn nncf_key() -> String {
+    let mut hasher = Sha256::new();
+    for part in [NNCF_SOURCE, NNCF_REQUIREMENTS] {
         hasher.update((part.len() as u64).to_le_bytes());
         hasher.update(part);
     }

@@ -66,11 +66,17 @@ pub fn runtime_library() -> Result<PathBuf, String> {
 
 /// The wheel's version (its dist-info folder), for records and `gen doctor`.
 pub fn runtime_version() -> Option<String> {
+    venv_package_version("openvino")
+}
+
+/// The version of `package` installed in the runtime's venv (its dist-info folder).
+fn venv_package_version(package: &str) -> Option<String> {
+    let prefix = format!("{package}-");
     crate::files::site_packages(&runtime_venv())
         .flat_map(|site| std::fs::read_dir(site).into_iter().flatten().flatten())
         .filter_map(|entry| entry.file_name().into_string().ok())
         .find_map(|name| {
-            name.strip_prefix("openvino-")?
+            name.strip_prefix(&prefix)?
                 .strip_suffix(".dist-info")
                 .map(str::to_string)
         })
@@ -79,8 +85,15 @@ pub fn runtime_version() -> Option<String> {
 /// What `gen doctor` says of the runtime engine on `device`: its library, or why none.
 pub fn runtime(device: &str) -> Result<Vec<String>, String> {
     let library = runtime_library()?;
+    // NNCF makes the engine's weight formats (`gen fixtures`), in the same venv.
+    let nncf = venv_package_version("nncf").ok_or_else(|| {
+        format!(
+            "no NNCF in {}: run `bash tests/setup.sh openvino`",
+            runtime_venv().display()
+        )
+    })?;
     Ok(vec![format!(
-        "OpenVINO runtime {} ({}), device {device} checked when a cell compiles its model",
+        "OpenVINO runtime {} ({}), device {device} checked when a cell compiles its model; NNCF {nncf} makes its int8 and int4 formats",
         runtime_version().unwrap_or_else(|| "of unknown version".into()),
         library.display()
     )])

@@ -100,16 +100,25 @@ pub fn open(
             mode,
         ),
         #[cfg(feature = "openvino")]
-        Engine::OpenVino { device } => match precision {
-            None => openvino::open(device, &onnx_model(fixture, None)?),
-            Some(p) => Err(CheckError::new(
-                ErrorKind::EngineNotBuilt,
-                format!(
-                    "{}: OpenVINO's runtime runs the float32 graph here; its {p:?} format (NNCF's weight compression) is not built yet",
-                    cell.id()
-                ),
-            )),
-        },
+        Engine::OpenVino { device } => openvino::open(
+            device,
+            &match precision {
+                None => fixture.model_onnx(),
+                // OpenVINO's runtime runs NNCF's formats; ONNX Runtime's quantized graphs are
+                // the provider engine's.
+                Some(p) if p.is_openvino_ir() => fixture.model_precision(p)?,
+                Some(p) => {
+                    return Err(CheckError::new(
+                        ErrorKind::EngineNotBuilt,
+                        format!(
+                            "{}: OpenVINO's runtime checks NNCF's weight formats, not ONNX Runtime's {} graph",
+                            cell.id(),
+                            p.name()
+                        ),
+                    ));
+                }
+            },
+        ),
         Engine::Libtorch { .. } if precision.is_some() => Err(CheckError::new(
             ErrorKind::EngineNotBuilt,
             format!(
@@ -210,6 +219,13 @@ fn onnx_model(
 ) -> Result<std::path::PathBuf, CheckError> {
     match precision {
         None => Ok(fixture.model_onnx()),
+        Some(p) if p.is_openvino_ir() => Err(CheckError::new(
+            ErrorKind::EngineNotBuilt,
+            format!(
+                "the {} format is OpenVINO IR, which only OpenVINO's runtime reads",
+                p.name()
+            ),
+        )),
         Some(p) => fixture.model_precision(p),
     }
 }

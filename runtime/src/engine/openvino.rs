@@ -49,7 +49,7 @@ fn failed(kind: ErrorKind, what: &str, e: impl std::fmt::Display) -> CheckError 
     CheckError::new(kind, format!("OpenVINO {what}: {e}"))
 }
 
-/// Opens `graph` (ONNX) with OpenVINO's runtime on `device`.
+/// Opens `graph` (ONNX, or an IR's `.xml` with its `.bin` beside it) with OpenVINO's runtime on `device`.
 pub fn open(device: &'static str, graph: &Path) -> Result<Box<dyn Session>, CheckError> {
     super::claim_openvino("OpenVINO's runtime (PyPI openvino)")?;
     let library = loaded_library()?;

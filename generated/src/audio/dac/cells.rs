@@ -159,11 +159,40 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// dac on openvino: run (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::OPENVINO,
-    &crate::platforms::OPENVINO_OV,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "dac on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:32:56Z): output quantized_representation: cosine similarity 0.9469 in its worst row (of 1; mean 0.9469), below 0.98; relative L2 error 0.3273, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 5.890e-3; worst at flat index 642: got 0.00377907557412982, expected -0.0021105885971337557); output audio_codes: 59 integer elements differ from the reference (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 4.470e2; worst at flat index 150: got 496, expected 49); output projected_latents: cosine similarity 0.9711 in its worst row (of 1; mean 0.9711), below 0.98; relative L2 error 0.2410, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 3.039e-4; worst at flat index 1090: got 0.0001964705588761717, expected -0.00010740369179984555)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::Unsupported {
+                    reason: "dac on openvino with openvino: nncf_int4_matches_reference does not apply (evidence: run 1795883575-3795 on vm, 2026-11-28T16:32:55Z): NNCF could not make the nncf_int4 model: NNCF compressed no weight to int4 ({'int4': 0, 'int8': 64, 'int4_group_sizes': []})",
+                    basis: runtime::Basis::Evidence,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    );
 /// dac on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

@@ -21,4 +21,12 @@ mod ov {
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: autoencoder_kl_hunyuanvideo15 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:22:51Z): output sample_output has a non-finite value at flat index 0; also out-of-tolerance: output sample_output: 6912 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.21296583116054535)"
     );
+    runtime::precision_test!(
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: autoencoder_kl_hunyuanvideo15 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:22:51Z): output sample_output has a non-finite value at flat index 0; also out-of-tolerance: output sample_output: 6912 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.21296583116054535)"
+    );
+    runtime::precision_test!(
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: autoencoder_kl_hunyuanvideo15 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:22:51Z): output sample_output has a non-finite value at flat index 0; also out-of-tolerance: output sample_output: 6912 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.21296583116054535)"
+    );
 }

@@ -159,11 +159,40 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// autoencoder_kl_magvit on openvino: run (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::OPENVINO,
-    &crate::platforms::OPENVINO_OV,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_magvit on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:33:20Z): output sample_output: relative L2 error 0.1162, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_magvit.yaml) (max abs error 1.824e-1; worst at flat index 3720: got -0.26144349575042725, expected -0.07905058562755585)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::Unsupported {
+                    reason: "autoencoder_kl_magvit on openvino with openvino: nncf_int4_matches_reference does not apply (evidence: run 1795883575-3795 on vm, 2026-11-28T16:33:18Z): NNCF could not make the nncf_int4 model: NNCF compressed no weight to int4 ({'int4': 0, 'int8': 40, 'int4_group_sizes': []})",
+                    basis: runtime::Basis::Evidence,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    );
 /// autoencoder_kl_magvit on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

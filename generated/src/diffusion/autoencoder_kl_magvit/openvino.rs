@@ -21,4 +21,12 @@ mod ov {
         super::super::cells::OPENVINO_OV, features = ["openvino"], off =
         "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
     );
+    runtime::precision_test!(
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: autoencoder_kl_magvit on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:33:20Z): output sample_output: relative L2 error 0.1162, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_magvit.yaml) (max abs error 1.824e-1; worst at flat index 3720: got -0.26144349575042725, expected -0.07905058562755585)"
+    );
+    runtime::precision_test!(
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "unsupported: autoencoder_kl_magvit on openvino with openvino: nncf_int4_matches_reference does not apply (evidence: run 1795883575-3795 on vm, 2026-11-28T16:33:18Z): NNCF could not make the nncf_int4 model: NNCF compressed no weight to int4 ({'int4': 0, 'int8': 40, 'int4_group_sizes': []})"
+    );
 }

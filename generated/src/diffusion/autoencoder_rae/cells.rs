@@ -156,15 +156,45 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// autoencoder_rae on openvino: known-issue (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::OPENVINO,
-    &crate::platforms::OPENVINO_OV,
-    runtime::Planned::KnownIssue {
-        reason: "autoencoder_rae on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:03Z): output sample_output: 783 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 3.440e-3; worst at flat index 1280: got 0.4900113642215729, expected 0.4934508800506592); autoencoder_rae on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:03Z): output sample_output: 417 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 3.779e-3; worst at flat index 233: got 0.5434598326683044, expected 0.5396808981895447)",
-        basis: runtime::Basis::Evidence,
-        stage: Some(runtime::Stage::Mismatch),
-    },
-);
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::KnownIssue {
+            reason: "autoencoder_rae on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:03Z): output sample_output: 783 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 3.440e-3; worst at flat index 1280: got 0.4900113642215729, expected 0.4934508800506592); autoencoder_rae on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:03Z): output sample_output: 417 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 3.779e-3; worst at flat index 233: got 0.5434598326683044, expected 0.5396808981895447)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_rae on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:03Z): output sample_output: 783 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 3.440e-3; worst at flat index 1280: got 0.4900113642215729, expected 0.4934508800506592); autoencoder_rae on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:03Z): output sample_output: 417 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 3.779e-3; worst at flat index 233: got 0.5434598326683044, expected 0.5396808981895447)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_rae on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:03Z): output sample_output: 783 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 3.440e-3; worst at flat index 1280: got 0.4900113642215729, expected 0.4934508800506592); autoencoder_rae on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:03Z): output sample_output: 417 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 3.779e-3; worst at flat index 233: got 0.5434598326683044, expected 0.5396808981895447)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    );
 /// autoencoder_rae on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

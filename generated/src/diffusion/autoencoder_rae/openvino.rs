@@ -21,4 +21,12 @@ mod ov {
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: autoencoder_rae on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:03Z): output sample_output: 783 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 3.440e-3; worst at flat index 1280: got 0.4900113642215729, expected 0.4934508800506592); autoencoder_rae on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:03Z): output sample_output: 417 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 3.779e-3; worst at flat index 233: got 0.5434598326683044, expected 0.5396808981895447)"
     );
+    runtime::precision_test!(
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: autoencoder_rae on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:03Z): output sample_output: 783 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 3.440e-3; worst at flat index 1280: got 0.4900113642215729, expected 0.4934508800506592); autoencoder_rae on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:03Z): output sample_output: 417 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 3.779e-3; worst at flat index 233: got 0.5434598326683044, expected 0.5396808981895447)"
+    );
+    runtime::precision_test!(
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: autoencoder_rae on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:03Z): output sample_output: 783 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 3.440e-3; worst at flat index 1280: got 0.4900113642215729, expected 0.4934508800506592); autoencoder_rae on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:03Z): output sample_output: 417 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 3.779e-3; worst at flat index 233: got 0.5434598326683044, expected 0.5396808981895447)"
+    );
 }

@@ -21,4 +21,12 @@ mod ov {
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: transformer_hunyuan_video_framepack on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:15Z): output sample has shape [0, 0, 3, 4, 4], expected [2, 4, 3, 4, 4] (batch=2, sample_1=4, sample_2=3, sample_3=4, sample_4=4); also output-mismatch: output sample: shape [0, 0, 3, 4, 4] differs from the reference [2, 4, 3, 4, 4]"
     );
+    runtime::precision_test!(
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: transformer_hunyuan_video_framepack on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:15Z): output sample has shape [0, 0, 3, 4, 4], expected [2, 4, 3, 4, 4] (batch=2, sample_1=4, sample_2=3, sample_3=4, sample_4=4); also output-mismatch: output sample: shape [0, 0, 3, 4, 4] differs from the reference [2, 4, 3, 4, 4]"
+    );
+    runtime::precision_test!(
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: transformer_hunyuan_video_framepack on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:23:15Z): output sample has shape [0, 0, 3, 4, 4], expected [2, 4, 3, 4, 4] (batch=2, sample_1=4, sample_2=3, sample_3=4, sample_4=4); also output-mismatch: output sample: shape [0, 0, 3, 4, 4] differs from the reference [2, 4, 3, 4, 4]"
+    );
 }

@@ -156,11 +156,37 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// groupvit on openvino: run (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::OPENVINO,
-    &crate::platforms::OPENVINO_OV,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "groupvit on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:34:21Z): output logits_per_image: cosine similarity -0.8803 in its worst row (of 2; mean 0.0598), below 0.95; relative L2 error 0.3303, above 0.25; top-1 agreement 0.5000, below 0.75 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.349e0; worst at flat index 3: got 0.3735858201980591, expected -0.9754020571708679); output logits_per_text: cosine similarity 0.9368 in its worst row (of 2; mean 0.9458), below 0.95; relative L2 error 0.3303, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.349e0; worst at flat index 3: got 0.3735858201980591, expected -0.9754020571708679); output image_embeds: cosine similarity 0.9319 in its worst row (of 2; mean 0.9475), below 0.95; relative L2 error 0.3240, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.287e-1; worst at flat index 23: got 0.23308108747005463, expected 0.361807256937027)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    );
 /// groupvit on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

@@ -21,4 +21,13 @@ mod ov {
         super::super::cells::OPENVINO_OV, features = ["openvino"], off =
         "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
     );
+    runtime::precision_test!(
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, features
+        = ["openvino"], off =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    );
+    runtime::precision_test!(
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: tipsv2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:34:33Z): output logits_per_image: cosine similarity 0.1203 in its worst row (of 2; mean 0.5599), below 0.95; relative L2 error 0.3785, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/tipsv2.yaml) (max abs error 4.350e0; worst at flat index 3: got -5.367532730102539, expected -1.0179474353790283); output logits_per_text: cosine similarity 0.9004 in its worst row (of 2; mean 0.9223), below 0.95; relative L2 error 0.3785, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/tipsv2.yaml) (max abs error 4.350e0; worst at flat index 3: got -5.367532730102539, expected -1.0179474353790283)"
+    );
 }

@@ -156,15 +156,45 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// speech_to_text on openvino: known-issue (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::OPENVINO,
-    &crate::platforms::OPENVINO_OV,
-    runtime::Planned::KnownIssue {
-        reason: "speech_to_text on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:20Z): output last_hidden_state has shape [0, 0, 32], expected [2, 7, 32] (batch=2, decoder_sequence=7, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 0, 32] differs from the reference [2, 7, 32]; speech_to_text on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:21Z): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 0, 32] differs from the reference [1, 4, 32]; speech_to_text on openvino with openvino: runs failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:21Z): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32)",
-        basis: runtime::Basis::Evidence,
-        stage: Some(runtime::Stage::Mismatch),
-    },
-);
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::KnownIssue {
+            reason: "speech_to_text on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:20Z): output last_hidden_state has shape [0, 0, 32], expected [2, 7, 32] (batch=2, decoder_sequence=7, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 0, 32] differs from the reference [2, 7, 32]; speech_to_text on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:21Z): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 0, 32] differs from the reference [1, 4, 32]; speech_to_text on openvino with openvino: runs failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:21Z): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "speech_to_text on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:20Z): output last_hidden_state has shape [0, 0, 32], expected [2, 7, 32] (batch=2, decoder_sequence=7, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 0, 32] differs from the reference [2, 7, 32]; speech_to_text on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:21Z): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 0, 32] differs from the reference [1, 4, 32]; speech_to_text on openvino with openvino: runs failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:21Z): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "speech_to_text on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:20Z): output last_hidden_state has shape [0, 0, 32], expected [2, 7, 32] (batch=2, decoder_sequence=7, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 0, 32] differs from the reference [2, 7, 32]; speech_to_text on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:21Z): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 0, 32] differs from the reference [1, 4, 32]; speech_to_text on openvino with openvino: runs failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:21Z): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    );
 /// speech_to_text on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

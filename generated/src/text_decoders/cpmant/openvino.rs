@@ -25,6 +25,14 @@ mod ov {
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: cpmant on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:39Z): output last_hidden_state has shape [0, 0, 32], expected [2, 13, 32] (batch=2, sequence=13, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 0, 32] differs from the reference [2, 13, 32]"
     );
+    runtime::precision_test!(
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: cpmant on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:39Z): output last_hidden_state has shape [0, 0, 32], expected [2, 13, 32] (batch=2, sequence=13, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 0, 32] differs from the reference [2, 13, 32]"
+    );
+    runtime::precision_test!(
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: cpmant on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:24:39Z): output last_hidden_state has shape [0, 0, 32], expected [2, 13, 32] (batch=2, sequence=13, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 0, 32] differs from the reference [2, 13, 32]"
+    );
     runtime::generation_test!(
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: cpmant's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '119 defined in (%119 : Int(*, 1, *, strides=[47, 47, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %118), scope: generation.CachedDecoder::/transformers.models.cpmant.modeling_cpmant.CpmAntForCausalLM::model/transformers.models.cpmant.modeling_cpmant.CpmAntModel::cpmant # <cache>/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Reshape node. Name:'node_view_3' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:91 onnxruntime::ReshapeHelper::ReshapeHelper(const onnxruntime::TensorShape&, onnxruntime::TensorShapeVector&, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,47}, requested shape:{2,1,38}"

@@ -162,6 +162,36 @@ pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
             stage: Some(runtime::Stage::Mismatch),
         },
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "granite_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:01Z): output last_hidden_state: 819 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.571e-1; worst at flat index 437: got 0.15910078585147858, expected -0.49800458550453186); granite_swa on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:01Z): output last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 6.181e-1; worst at flat index 28: got -0.031245749443769455, expected 0.5868878960609436)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "granite_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:01Z): output last_hidden_state: 819 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.571e-1; worst at flat index 437: got 0.15910078585147858, expected -0.49800458550453186); granite_swa on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:01Z): output last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 6.181e-1; worst at flat index 28: got -0.031245749443769455, expected 0.5868878960609436)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    )
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {

@@ -162,6 +162,36 @@ pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
             stage: Some(runtime::Stage::Mismatch),
         },
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "granitemoe_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:02Z): output last_hidden_state: 827 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.127e0; worst at flat index 5: got -1.2113275527954102, expected -2.33811354637146); granitemoe_swa on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:02Z): output last_hidden_state: 252 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.772e-1; worst at flat index 27: got -0.6054340600967407, expected -0.02825116738677025)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "granitemoe_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:02Z): output last_hidden_state: 827 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.127e0; worst at flat index 5: got -1.2113275527954102, expected -2.33811354637146); granitemoe_swa on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:02Z): output last_hidden_state: 252 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.772e-1; worst at flat index 27: got -0.6054340600967407, expected -0.02825116738677025)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    )
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {

@@ -200,6 +200,36 @@ pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
             stage: Some(runtime::Stage::Mismatch),
         },
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "inkling_text on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:08Z): output last_hidden_state: 725 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.889e-2; worst at flat index 461: got -0.31077349185943604, expected -0.328978568315506); inkling_text on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:09Z): output last_hidden_state: 212 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.673e-2; worst at flat index 61: got -0.7308108806610107, expected -0.7140836715698242)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "inkling_text on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:08Z): output last_hidden_state: 725 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.889e-2; worst at flat index 461: got -0.31077349185943604, expected -0.328978568315506); inkling_text on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:09Z): output last_hidden_state: 212 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.673e-2; worst at flat index 61: got -0.7308108806610107, expected -0.7140836715698242)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    )
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {

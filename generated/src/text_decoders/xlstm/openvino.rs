@@ -25,6 +25,14 @@ mod ov {
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: xlstm on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:51Z): output last_hidden_state has shape [0, 0, 32], expected [2, 13, 32] (batch=2, sequence=13, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 0, 32] differs from the reference [2, 13, 32]"
     );
+    runtime::precision_test!(
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: xlstm on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:51Z): output last_hidden_state has shape [0, 0, 32], expected [2, 13, 32] (batch=2, sequence=13, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 0, 32] differs from the reference [2, 13, 32]"
+    );
+    runtime::precision_test!(
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: xlstm on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:51Z): output last_hidden_state has shape [0, 0, 32], expected [2, 13, 32] (batch=2, sequence=13, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 0, 32] differs from the reference [2, 13, 32]"
+    );
     runtime::generation_test!(
         super::super::cells::OPENVINO_OV, ignore =
         "not tested here: xlstm's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): ValueError: matC_old has wrong shape, got torch.Size([2, 4, 16, 16])"

@@ -156,11 +156,37 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// videoprism_vision_model on openvino: run (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::OPENVINO,
-    &crate::platforms::OPENVINO_OV,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "videoprism_vision_model on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:36:52Z): output last_hidden_state: cosine similarity 0.8852 in its worst row (of 16; mean 0.9478), below 0.95; relative L2 error 0.3231, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/videoprism_vision_model.yaml) (max abs error 1.044e0; worst at flat index 106: got -0.7850265502929688, expected 0.259390652179718); output last_temporal_hidden_state: cosine similarity 0.8974 in its worst row (of 16; mean 0.9475), below 0.95; relative L2 error 0.3253, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/videoprism_vision_model.yaml) (max abs error 2.558e0; worst at flat index 206: got 4.887176513671875, expected 2.328826427459717); output last_spatial_hidden_state: cosine similarity 0.8268 in its worst row (of 16; mean 0.9603), below 0.95; relative L2 error 0.2607, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/videoprism_vision_model.yaml) (max abs error 6.999e0; worst at flat index 18: got -0.06376469135284424, expected 6.935695171356201)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    );
 /// videoprism_vision_model on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

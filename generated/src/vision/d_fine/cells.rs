@@ -164,15 +164,45 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// d_fine on openvino: known-issue (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::OPENVINO,
-    &crate::platforms::OPENVINO_OV,
-    runtime::Planned::KnownIssue {
-        reason: "d_fine on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:26:18Z): output last_hidden_state: 64 of 1920 elements outside abs 0.0001 + rel 0.001 (max abs error 3.297e-1; worst at flat index 1826: got 2.3377320766448975, expected 2.007998466491699); output intermediate_hidden_states: 126 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 4.307e-1; worst at flat index 1872: got -2.123326063156128, expected -1.692633032798767); output init_reference_points: 2 of 240 elements outside abs 0.0001 + rel 0.001 (max abs error 1.215e0; worst at flat index 232: got -1.4664198160171509, expected -0.2513887882232666); output enc_topk_bboxes: 2 of 240 elements outside abs 0.0001 + rel 0.001 (max abs error 2.500e-1; worst at flat index 228: got 0.43748170137405396, expected 0.18748739361763)",
-        basis: runtime::Basis::Evidence,
-        stage: Some(runtime::Stage::Mismatch),
-    },
-);
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::KnownIssue {
+            reason: "d_fine on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:26:18Z): output last_hidden_state: 64 of 1920 elements outside abs 0.0001 + rel 0.001 (max abs error 3.297e-1; worst at flat index 1826: got 2.3377320766448975, expected 2.007998466491699); output intermediate_hidden_states: 126 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 4.307e-1; worst at flat index 1872: got -2.123326063156128, expected -1.692633032798767); output init_reference_points: 2 of 240 elements outside abs 0.0001 + rel 0.001 (max abs error 1.215e0; worst at flat index 232: got -1.4664198160171509, expected -0.2513887882232666); output enc_topk_bboxes: 2 of 240 elements outside abs 0.0001 + rel 0.001 (max abs error 2.500e-1; worst at flat index 228: got 0.43748170137405396, expected 0.18748739361763)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "d_fine on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:26:18Z): output last_hidden_state: 64 of 1920 elements outside abs 0.0001 + rel 0.001 (max abs error 3.297e-1; worst at flat index 1826: got 2.3377320766448975, expected 2.007998466491699); output intermediate_hidden_states: 126 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 4.307e-1; worst at flat index 1872: got -2.123326063156128, expected -1.692633032798767); output init_reference_points: 2 of 240 elements outside abs 0.0001 + rel 0.001 (max abs error 1.215e0; worst at flat index 232: got -1.4664198160171509, expected -0.2513887882232666); output enc_topk_bboxes: 2 of 240 elements outside abs 0.0001 + rel 0.001 (max abs error 2.500e-1; worst at flat index 228: got 0.43748170137405396, expected 0.18748739361763)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "d_fine on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:26:18Z): output last_hidden_state: 64 of 1920 elements outside abs 0.0001 + rel 0.001 (max abs error 3.297e-1; worst at flat index 1826: got 2.3377320766448975, expected 2.007998466491699); output intermediate_hidden_states: 126 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 4.307e-1; worst at flat index 1872: got -2.123326063156128, expected -1.692633032798767); output init_reference_points: 2 of 240 elements outside abs 0.0001 + rel 0.001 (max abs error 1.215e0; worst at flat index 232: got -1.4664198160171509, expected -0.2513887882232666); output enc_topk_bboxes: 2 of 240 elements outside abs 0.0001 + rel 0.001 (max abs error 2.500e-1; worst at flat index 228: got 0.43748170137405396, expected 0.18748739361763)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    );
 /// d_fine on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

@@ -164,11 +164,41 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// deimv2 on openvino: run (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::OPENVINO,
-    &crate::platforms::OPENVINO_OV,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deimv2 on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:04Z): output last_hidden_state: cosine similarity 0.3868 in its worst row (of 30; mean 0.8683), below 0.98; relative L2 error 0.5132, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deimv2.yaml) (max abs error 2.538e0; worst at flat index 670: got 0.5528447031974792, expected -1.9852643013000488); output intermediate_hidden_states: cosine similarity 0.3868 in its worst row (of 60; mean 0.8694), below 0.98; relative L2 error 0.5110, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deimv2.yaml) (max abs error 2.538e0; worst at flat index 1630: got 0.5528447031974792, expected -1.9852643013000488); output init_reference_points: cosine similarity 0.7698 in its worst row (of 1; mean 0.7698), below 0.98; relative L2 error 0.6828, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deimv2.yaml) (max abs error 5.416e0; worst at flat index 77: got -2.708157777786255, expected 2.7080068588256836); output enc_topk_bboxes: cosine similarity 0.8111 in its worst row (of 1; mean 0.8111), below 0.98; relative L2 error 0.6088, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deimv2.yaml) (max abs error 8.750e-1; worst at flat index 77: got 0.0624937005341053, expected 0.9374974370002747)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deimv2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:04Z): output last_hidden_state: cosine similarity 0.5656 in its worst row (of 30; mean 0.7695), below 0.95; relative L2 error 0.6790, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deimv2.yaml) (max abs error 2.555e0; worst at flat index 592: got -0.24985170364379883, expected 2.3056447505950928); output intermediate_hidden_states: cosine similarity 0.2952 in its worst row (of 60; mean 0.7707), below 0.95; relative L2 error 0.6771, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deimv2.yaml) (max abs error 2.782e0; worst at flat index 407: got -1.7196294069290161, expected 1.0622464418411255); output init_reference_points: cosine similarity 0.7762 in its worst row (of 1; mean 0.7762), below 0.95; relative L2 error 0.6710, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deimv2.yaml) (max abs error 4.174e0; worst at flat index 109: got 2.7079720497131348, expected -1.4664558172225952); output enc_topk_bboxes: cosine similarity 0.8172 in its worst row (of 1; mean 0.8172), below 0.95; relative L2 error 0.6082, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deimv2.yaml) (max abs error 7.500e-1; worst at flat index 109: got 0.9374954104423523, expected 0.18748190999031067)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    );
 /// deimv2 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

@@ -21,4 +21,12 @@ mod ov {
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: depth_pro on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:26:22Z): output last_hidden_state has shape [0, 5, 16], expected [2, 5, 16] (batch=2, last_hidden_state_1=5, last_hidden_state_2=16); also output-mismatch: output last_hidden_state: shape [0, 5, 16] differs from the reference [2, 5, 16]"
     );
+    runtime::precision_test!(
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: depth_pro on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:26:22Z): output last_hidden_state has shape [0, 5, 16], expected [2, 5, 16] (batch=2, last_hidden_state_1=5, last_hidden_state_2=16); also output-mismatch: output last_hidden_state: shape [0, 5, 16] differs from the reference [2, 5, 16]"
+    );
+    runtime::precision_test!(
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: depth_pro on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:26:22Z): output last_hidden_state has shape [0, 5, 16], expected [2, 5, 16] (batch=2, last_hidden_state_1=5, last_hidden_state_2=16); also output-mismatch: output last_hidden_state: shape [0, 5, 16] differs from the reference [2, 5, 16]"
+    );
 }

@@ -21,4 +21,12 @@ mod ov {
         super::super::cells::OPENVINO_OV, ignore =
         "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:"
     );
+    runtime::precision_test!(
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:"
+    );
+    runtime::precision_test!(
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:"
+    );
 }

@@ -160,11 +160,41 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// lw_detr on openvino: run (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::OPENVINO,
-    &crate::platforms::OPENVINO_OV,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lw_detr on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:15Z): output init_reference_points: cosine similarity 0.9573 in its worst row (of 1; mean 0.9573), below 0.98; relative L2 error 0.2922, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 3.750e-1; worst at flat index 12: got 0.3141588866710663, expected 0.6891589164733887); output intermediate_reference_points: cosine similarity 0.9573 in its worst row (of 1; mean 0.9573), below 0.98; relative L2 error 0.2922, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 3.750e-1; worst at flat index 12: got 0.3141588866710663, expected 0.6891589164733887); output enc_outputs_class: cosine similarity 0.7298 in its worst row (of 1; mean 0.7298), below 0.98; relative L2 error 0.7350, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 4.699e0; worst at flat index 108: got -2.998777389526367, expected 1.7001150846481323); output enc_outputs_coord_logits: cosine similarity 0.6693 in its worst row (of 10; mean 0.9339), below 0.98; relative L2 error 0.2921, above 0.1; top-1 agreement 0.8000, below 0.85 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 3.750e-1; worst at flat index 12: got 0.3125, expected 0.6875)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lw_detr on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:15Z): output init_reference_points: cosine similarity 0.5993 in its worst row (of 1; mean 0.5993), below 0.95; relative L2 error 0.8952, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 8.750e-1; worst at flat index 9: got 0.9410430788993835, expected 0.06604305654764175); output intermediate_reference_points: cosine similarity 0.5993 in its worst row (of 1; mean 0.5993), below 0.95; relative L2 error 0.8952, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 8.750e-1; worst at flat index 9: got 0.9410430788993835, expected 0.06604305654764175); output enc_outputs_class: cosine similarity 0.2064 in its worst row (of 1; mean 0.2064), below 0.95; relative L2 error 1.2594, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 3.428e0; worst at flat index 44: got 1.09132981300354, expected -2.336251974105835); output enc_outputs_coord_logits: cosine similarity 0.4368 in its worst row (of 10; mean 0.7572), below 0.95; relative L2 error 0.8952, above 0.25; top-1 agreement 0.4000, below 0.75 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 8.750e-1; worst at flat index 5: got 0.0625, expected 0.9375)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    );
 /// lw_detr on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

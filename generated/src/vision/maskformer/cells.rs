@@ -169,6 +169,32 @@ pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO_OV,
         runtime::Planned::Run,
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "maskformer on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:18Z): output transformer_decoder_last_hidden_state: relative L2 error 0.2863, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/maskformer.yaml) (max abs error 6.108e-1; worst at flat index 2909: got 0.9655216932296753, expected 0.35475289821624756)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    )
     .allowing_fallback(
         &[
             runtime::AllowedFallback {

@@ -152,11 +152,37 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// pe_video_encoder on openvino: run (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::OPENVINO,
-    &crate::platforms::OPENVINO_OV,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "pe_video_encoder on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:24Z): output last_hidden_state: cosine similarity 0.8236 in its worst row (of 8; mean 0.9391), below 0.95; relative L2 error 0.3304, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pe_video_encoder.yaml) (max abs error 1.331e-1; worst at flat index 107: got -0.021014492958784103, expected -0.15413044393062592)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    );
 /// pe_video_encoder on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

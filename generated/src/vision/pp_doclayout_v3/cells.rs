@@ -164,11 +164,41 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// pp_doclayout_v3 on openvino: run (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::OPENVINO,
-    &crate::platforms::OPENVINO_OV,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "pp_doclayout_v3 on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:27Z): output last_hidden_state: cosine similarity 0.8037 in its worst row (of 30; mean 0.9344), below 0.98; relative L2 error 0.3622, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v3.yaml) (max abs error 1.390e0; worst at flat index 400: got -0.9908031821250916, expected 0.39873749017715454); output intermediate_hidden_states: cosine similarity 0.5750 in its worst row (of 60; mean 0.8839), below 0.98; relative L2 error 0.4818, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v3.yaml) (max abs error 2.170e0; worst at flat index 283: got 1.1955676078796387, expected -0.9742909669876099); output intermediate_logits: cosine similarity -0.8689 in its worst row (of 60; mean 0.7227), below 0.98; relative L2 error 0.6697, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v3.yaml) (max abs error 3.185e0; worst at flat index 17: got 1.290147066116333, expected -1.8948159217834473); output intermediate_reference_points: cosine similarity 0.9594 in its worst row (of 1; mean 0.9594), below 0.98; relative L2 error 0.2860, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v3.yaml) (max abs error 9.115e-1; worst at flat index 154: got 0.08849702030420303, expected 0.999993085861206); output init_reference_points: cosine similarity 0.9063 in its worst row (of 1; mean 0.9063), below 0.98; relative L2 error 0.4310, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v3.yaml) (max abs error 1.057e1; worst at flat index 26: got 11.512925148010254, expected 0.9382696151733398); output enc_topk_logits: cosine similarity -0.4490 in its worst row (of 30; mean 0.5670), below 0.98; relative L2 error 0.9734, above 0.1; top-1 agreement 0.6333, below 0.85 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v3.yaml) (max abs error 3.909e0; worst at flat index 55: got -3.904393434524536, expected 0.004127442836761475); output enc_topk_bboxes: cosine similarity 0.7994 in its worst row (of 1; mean 0.7994), below 0.98; relative L2 error 0.6215, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v3.yaml) (max abs error 7.672e-1; worst at flat index 41: got 0.9660933017730713, expected 0.19890901446342468); output out_order_logits: top-1 agreement 0.1000, below 0.85 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v3.yaml) (max abs error 3.468e1; worst at flat index 387: got -2.681696891784668, expected 32.00028610229492); output out_masks: cosine similarity 0.8356 in its worst row (of 1; mean 0.8356), below 0.98; relative L2 error 0.5602, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v3.yaml) (max abs error 7.603e0; worst at flat index 9957: got 3.913738250732422, expected 11.516589164733887)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "pp_doclayout_v3 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:26Z): output last_hidden_state: cosine similarity 0.8572 in its worst row (of 30; mean 0.9174), below 0.95; relative L2 error 0.4065, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v3.yaml) (max abs error 1.181e0; worst at flat index 565: got 0.8637223243713379, expected 2.0447559356689453); output intermediate_hidden_states: cosine similarity 0.6423 in its worst row (of 60; mean 0.8657), below 0.95; relative L2 error 0.5182, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v3.yaml) (max abs error 2.185e0; worst at flat index 475: got 1.1716316938400269, expected -1.0132977962493896); output intermediate_logits: cosine similarity -0.3813 in its worst row (of 60; mean 0.7729), below 0.95; relative L2 error 0.7366, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v3.yaml) (max abs error 2.606e0; worst at flat index 45: got 0.23366767168045044, expected -2.3725814819335938); output init_reference_points: cosine similarity 0.8935 in its worst row (of 1; mean 0.8935), below 0.95; relative L2 error 0.4622, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v3.yaml) (max abs error 1.005e1; worst at flat index 14: got 11.512925148010254, expected 1.4663370847702026); output enc_topk_logits: cosine similarity -0.4145 in its worst row (of 30; mean 0.4332), below 0.95; relative L2 error 1.0491, above 0.25; top-1 agreement 0.5333, below 0.75 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v3.yaml) (max abs error 3.549e0; worst at flat index 19: got 0.3341999053955078, expected -3.214498519897461); output enc_topk_bboxes: cosine similarity 0.6800 in its worst row (of 1; mean 0.6800), below 0.95; relative L2 error 0.7959, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v3.yaml) (max abs error 8.001e-1; worst at flat index 29: got 0.16532176733016968, expected 0.9654513597488403); output out_order_logits: top-1 agreement 0.2667, below 0.75 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v3.yaml) (max abs error 3.163e1; worst at flat index 377: got 0.21837960183620453, expected 31.847978591918945); output out_masks: cosine similarity 0.8937 in its worst row (of 1; mean 0.8937), below 0.95; relative L2 error 0.5484, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v3.yaml) (max abs error 6.573e0; worst at flat index 27365: got 11.35473346710205, expected 4.782004356384277)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    );
 /// pp_doclayout_v3 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

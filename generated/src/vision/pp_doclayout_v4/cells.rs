@@ -164,11 +164,41 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// pp_doclayout_v4 on openvino: run (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::OPENVINO,
-    &crate::platforms::OPENVINO_OV,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "pp_doclayout_v4 on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:29Z): output last_hidden_state: cosine similarity 0.9620 in its worst row (of 30; mean 0.9940), below 0.98; relative L2 error 0.1099, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v4.yaml) (max abs error 5.413e-1; worst at flat index 602: got 0.64089035987854, expected 0.09956679493188858); output intermediate_hidden_states: cosine similarity 0.8043 in its worst row (of 60; mean 0.9838), below 0.98; relative L2 error 0.1803, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v4.yaml) (max abs error 1.318e0; worst at flat index 595: got -0.9480151534080505, expected 0.3698770999908447); output intermediate_reference_points: relative L2 error 0.1678, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v4.yaml) (max abs error 6.641e-1; worst at flat index 270: got 0.8350071907043457, expected 0.17087195813655853); output init_reference_points: cosine similarity 0.9664 in its worst row (of 1; mean 0.9664), below 0.98; relative L2 error 0.2588, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v4.yaml) (max abs error 3.101e0; worst at flat index 271: got 5.672618389129639, expected 2.5712857246398926); output enc_topk_logits: cosine similarity -0.9997 in its worst row (of 30; mean 0.7316), below 0.98; relative L2 error 0.6507, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v4.yaml) (max abs error 1.494e0; worst at flat index 36: got -0.7663823962211609, expected 0.7281162738800049); output enc_topk_bboxes: relative L2 error 0.1742, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v4.yaml) (max abs error 5.785e-1; worst at flat index 255: got 0.6988813877105713, expected 0.12042701989412308); output relative_order_logits: cosine similarity -0.5327 in its worst row (of 30; mean 0.1011), below 0.98; relative L2 error 1.4311, above 0.1; top-1 agreement 0.0000, below 0.85 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v4.yaml) (max abs error 1.103e1; worst at flat index 560: got -5.4689788818359375, expected 5.55711555480957)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "pp_doclayout_v4 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:28Z): output last_hidden_state: cosine similarity 0.9231 in its worst row (of 30; mean 0.9501), below 0.95; relative L2 error 0.3160, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v4.yaml) (max abs error 8.726e-1; worst at flat index 195: got 0.31626853346824646, expected 1.1888507604599); output intermediate_hidden_states: cosine similarity 0.8375 in its worst row (of 60; mean 0.9485), below 0.95; relative L2 error 0.3211, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v4.yaml) (max abs error 1.198e0; worst at flat index 290: got 1.3823753595352173, expected 0.18434633314609528); output encoder_last_hidden_state_1: relative L2 error 0.2634, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v4.yaml) (max abs error 3.828e-3; worst at flat index 937: got 0.003795575350522995, expected 0.007623170502483845); output init_reference_points: cosine similarity 0.9077 in its worst row (of 1; mean 0.9077), below 0.95; relative L2 error 0.4207, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v4.yaml) (max abs error 3.795e0; worst at flat index 198: got -0.523995041847229, expected -4.318963050842285); output enc_topk_logits: cosine similarity -0.9985 in its worst row (of 30; mean 0.4667), below 0.95; relative L2 error 0.9449, above 0.25; top-1 agreement 0.7333, below 0.75 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v4.yaml) (max abs error 2.183e0; worst at flat index 6: got -1.0929678678512573, expected 1.0902125835418701); output enc_topk_bboxes: relative L2 error 0.2660, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v4.yaml) (max abs error 6.746e-1; worst at flat index 265: got 0.7954442501068115, expected 0.12086404860019684); output enc_outputs_coord_logits: cosine similarity 0.7950 in its worst row (of 336; mean 0.9844), below 0.95 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v4.yaml) (max abs error 1.879e0; worst at flat index 1313: got 2.3251729011535645, expected 0.4461857080459595); output relative_order_logits: cosine similarity -0.3740 in its worst row (of 30; mean 0.2509), below 0.95; relative L2 error 1.5500, above 0.25; top-1 agreement 0.0000, below 0.75 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v4.yaml) (max abs error 6.394e0; worst at flat index 346: got 4.906394958496094, expected -1.4872817993164063); output successor_order_logits: top-1 agreement 0.0000, below 0.75 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pp_doclayout_v4.yaml) (max abs error 3.900e0; worst at flat index 186: got -10000.466796875, expected -9996.56640625)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    );
 /// pp_doclayout_v4 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

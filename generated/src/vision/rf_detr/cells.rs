@@ -160,11 +160,37 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// rf_detr on openvino: run (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::OPENVINO,
-    &crate::platforms::OPENVINO_OV,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "rf_detr on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:32Z): output last_hidden_state: cosine similarity 0.8458 in its worst row (of 1; mean 0.8458), below 0.95; relative L2 error 0.5554, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.033e0; worst at flat index 129: got -2.372237205505371, expected 0.6604325175285339); output init_reference_points: cosine similarity 0.9073 in its worst row (of 1; mean 0.9073), below 0.95; relative L2 error 0.4307, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 17: got 0.8754763603210449, expected 0.12547634541988373); output intermediate_hidden_states: cosine similarity 0.8458 in its worst row (of 2; mean 0.8874), below 0.95; relative L2 error 0.4746, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.033e0; worst at flat index 449: got -2.372237205505371, expected 0.6604325175285339); output intermediate_reference_points: cosine similarity 0.9073 in its worst row (of 1; mean 0.9073), below 0.95; relative L2 error 0.4307, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 17: got 0.8754763603210449, expected 0.12547634541988373); output enc_outputs_class: cosine similarity 0.8709 in its worst row (of 1; mean 0.8709), below 0.95; relative L2 error 0.5082, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 2.581e0; worst at flat index 151: got -1.8262443542480469, expected 0.7544944286346436); output enc_outputs_coord_logits: cosine similarity 0.6920 in its worst row (of 10; mean 0.9384), below 0.95; relative L2 error 0.4307, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 13: got 0.125, expected 0.875)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    );
 /// rf_detr on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

@@ -164,11 +164,41 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     );
 /// rt_detr_v2 on openvino: run (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
-    &super::MODEL,
-    &crate::platforms::OPENVINO,
-    &crate::platforms::OPENVINO_OV,
-    runtime::Planned::Run,
-);
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV,
+        runtime::Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "rt_detr_v2 on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:35Z): output last_hidden_state: cosine similarity 0.9794 in its worst row (of 30; mean 0.9952), below 0.98 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rt_detr_v2.yaml) (max abs error 5.299e-1; worst at flat index 817: got 1.7940866947174072, expected 1.2641792297363281); output intermediate_hidden_states: cosine similarity 0.7752 in its worst row (of 60; mean 0.9667), below 0.98; relative L2 error 0.2581, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rt_detr_v2.yaml) (max abs error 1.924e0; worst at flat index 696: got -0.03949285298585892, expected -1.9634941816329956); output intermediate_reference_points: cosine similarity 0.8231 in its worst row (of 1; mean 0.8231), below 0.98; relative L2 error 0.5991, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rt_detr_v2.yaml) (max abs error 9.000e-1; worst at flat index 76: got 0.005153660196810961, expected 0.9051478505134583); output init_reference_points: cosine similarity 0.7576 in its worst row (of 1; mean 0.7576), below 0.98; relative L2 error 0.6985, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rt_detr_v2.yaml) (max abs error 8.367e0; worst at flat index 61: got -1.9172472953796387, expected 6.450248718261719); output enc_topk_logits: cosine similarity -0.5598 in its worst row (of 30; mean 0.7800), below 0.98; relative L2 error 0.6445, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rt_detr_v2.yaml) (max abs error 5.464e0; worst at flat index 41: got -4.187558174133301, expected 1.2766398191452026); output enc_topk_bboxes: cosine similarity 0.8231 in its worst row (of 1; mean 0.8231), below 0.98; relative L2 error 0.5991, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rt_detr_v2.yaml) (max abs error 9.000e-1; worst at flat index 76: got 0.005153660196810961, expected 0.9051478505134583)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "rt_detr_v2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:34Z): output intermediate_hidden_states: cosine similarity 0.7396 in its worst row (of 60; mean 0.9467), below 0.95; relative L2 error 0.3264, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rt_detr_v2.yaml) (max abs error 2.005e0; worst at flat index 696: got 0.04143155738711357, expected -1.9634941816329956); output intermediate_reference_points: cosine similarity 0.7707 in its worst row (of 1; mean 0.7707), below 0.95; relative L2 error 0.6957, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rt_detr_v2.yaml) (max abs error 8.788e-1; worst at flat index 89: got 0.1147194653749466, expected 0.9935355186462402); output encoder_last_hidden_state_2: cosine similarity 0.8913 in its worst row (of 1; mean 0.8913), below 0.95; relative L2 error 0.4831, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rt_detr_v2.yaml) (max abs error 8.027e-2; worst at flat index 112: got 0.1405401974916458, expected 0.06026573106646538); output init_reference_points: cosine similarity 0.7102 in its worst row (of 1; mean 0.7102), below 0.95; relative L2 error 0.7590, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rt_detr_v2.yaml) (max abs error 7.078e0; worst at flat index 89: got -2.043414831161499, expected 5.034945487976074); output enc_topk_logits: cosine similarity -0.5182 in its worst row (of 30; mean 0.8121), below 0.95; relative L2 error 0.5498, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rt_detr_v2.yaml) (max abs error 5.197e0; worst at flat index 29: got -3.3773012161254883, expected 1.8199832439422607); output enc_topk_bboxes: cosine similarity 0.7707 in its worst row (of 1; mean 0.7707), below 0.95; relative L2 error 0.6957, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rt_detr_v2.yaml) (max abs error 8.788e-1; worst at flat index 89: got 0.1147194653749466, expected 0.9935355186462402); output enc_outputs_coord_logits: cosine similarity 0.9488 in its worst row (of 84; mean 0.9940), below 0.95 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rt_detr_v2.yaml) (max abs error 1.348e0; worst at flat index 325: got -3.7407214641571045, expected -5.088600158691406)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    );
 /// rt_detr_v2 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,

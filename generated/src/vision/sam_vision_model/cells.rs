@@ -173,6 +173,32 @@ pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO_OV,
         runtime::Planned::Run,
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "sam_vision_model on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:49Z): output last_hidden_state: cosine similarity 0.9130 in its worst row (of 1; mean 0.9130), below 0.95; relative L2 error 0.4170, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/sam_vision_model.yaml) (max abs error 1.321e0; worst at flat index 425: got 0.17022784054279327, expected -1.1507500410079956)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    )
     .allowing_fallback(
         &[
             runtime::AllowedFallback {

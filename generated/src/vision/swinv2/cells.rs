@@ -173,6 +173,32 @@ pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO_OV,
         runtime::Planned::Run,
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "swinv2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:53Z): output last_hidden_state: cosine similarity 0.9064 in its worst row (of 1; mean 0.9064), below 0.95; relative L2 error 0.4326, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/swinv2.yaml) (max abs error 1.405e0; worst at flat index 100: got -1.6777217388153076, expected -0.27229011058807373); output pooler_output: cosine similarity 0.9064 in its worst row (of 1; mean 0.9064), below 0.95; relative L2 error 0.4326, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/swinv2.yaml) (max abs error 1.405e0; worst at flat index 100: got -1.6777217388153076, expected -0.27229011058807373)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    )
     .allowing_fallback(
         &[
             runtime::AllowedFallback {

@@ -25,6 +25,14 @@ mod ov {
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: cosmos3_edge on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:10Z): output last_hidden_state has shape [1, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32); also output-mismatch: output last_hidden_state: shape [1, 0, 32] differs from the reference [1, 17, 32]; cosmos3_edge on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:11Z): output last_hidden_state: 292 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 5.007e-2; worst at flat index 72: got -0.7095251083374023, expected -0.6594573855400085)"
     );
+    runtime::precision_test!(
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: cosmos3_edge on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:10Z): output last_hidden_state has shape [1, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32); also output-mismatch: output last_hidden_state: shape [1, 0, 32] differs from the reference [1, 17, 32]; cosmos3_edge on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:11Z): output last_hidden_state: 292 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 5.007e-2; worst at flat index 72: got -0.7095251083374023, expected -0.6594573855400085)"
+    );
+    runtime::precision_test!(
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: cosmos3_edge on openvino with openvino: dynamic_shapes failed: the model with the standard tool (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:10Z): output last_hidden_state has shape [1, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32); also output-mismatch: output last_hidden_state: shape [1, 0, 32] differs from the reference [1, 17, 32]; cosmos3_edge on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:11Z): output last_hidden_state: 292 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 5.007e-2; worst at flat index 72: got -0.7095251083374023, expected -0.6594573855400085)"
+    );
     runtime::generation_test!(
         super::super::cells::OPENVINO_OV, features = ["openvino"], off =
         "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"

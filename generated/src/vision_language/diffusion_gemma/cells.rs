@@ -192,6 +192,32 @@ pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
         &crate::platforms::OPENVINO_OV,
         runtime::Planned::Run,
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "diffusion_gemma on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:38:06Z): output last_hidden_state: cosine similarity 0.7401 in its worst row (of 16; mean 0.9098), below 0.95; relative L2 error 0.4248, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 1.731e0; worst at flat index 341: got -0.7691984176635742, expected 0.9614983797073364); output encoder_last_hidden_state: cosine similarity 0.7518 in its worst row (of 8; mean 0.8987), below 0.95; relative L2 error 0.4501, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 1.423e0; worst at flat index 234: got 0.7078735828399658, expected -0.7146382331848145)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    )
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {

@@ -25,6 +25,14 @@ mod ov {
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795799165-4031 on vm, 2026-11-27T17:07:18Z): exporting: the Python worker died (signal: 8 (SIGFPE))"
     );
+    runtime::precision_test!(
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795799165-4031 on vm, 2026-11-27T17:07:18Z): exporting: the Python worker died (signal: 8 (SIGFPE))"
+    );
+    runtime::precision_test!(
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795799165-4031 on vm, 2026-11-27T17:07:18Z): exporting: the Python worker died (signal: 8 (SIGFPE))"
+    );
     runtime::generation_test!(
         super::super::cells::OPENVINO_OV, features = ["openvino"], off =
         "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"

@@ -245,6 +245,36 @@ pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
             stage: Some(runtime::Stage::Export),
         },
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "glm5_next's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795799036-28139 on vm, 2026-11-27T17:03:56Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from <fixtures>/glm5_next.partial-<pid>/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(bool)' of input parameter (/model/Equal_2_output_0) of operator (CumSum) in node (/model/CumSum_1) is invalid.; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u3, 0) (unhinted: Eq(u3, 0)).  (Size-like symbols: u3)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u3, 0) (unhinted: Eq(u3, 0)).  (Size-like symbols: u3)); legacy at opset 18, patched exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from <fixtures>/glm5_next.partial-<pid>/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(bool)' of input parameter (/model/Equal_2_output_0) of operator (CumSum) in node (/model/CumSum_1) is invalid.; legacy at opset 18, patched, batched experts exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from <fixtures>/glm5_next.partial-<pid>/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(bool)' of input parameter (/model/Equal_2_output_0) of operator (CumSum) in node (/model/CumSum_1) is invalid.; dynamo, patched, batched experts exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u3, 0) (unhinted: Eq(u3, 0)).  (Size-like symbols: u3)); dynamo draft export, patched exporter: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Ne(u82, 2) (unhinted: Ne(u82, 2)).  (Size-like symbols: none)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "glm5_next's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795799036-28139 on vm, 2026-11-27T17:03:56Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from <fixtures>/glm5_next.partial-<pid>/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(bool)' of input parameter (/model/Equal_2_output_0) of operator (CumSum) in node (/model/CumSum_1) is invalid.; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u3, 0) (unhinted: Eq(u3, 0)).  (Size-like symbols: u3)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u3, 0) (unhinted: Eq(u3, 0)).  (Size-like symbols: u3)); legacy at opset 18, patched exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from <fixtures>/glm5_next.partial-<pid>/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(bool)' of input parameter (/model/Equal_2_output_0) of operator (CumSum) in node (/model/CumSum_1) is invalid.; legacy at opset 18, patched, batched experts exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from <fixtures>/glm5_next.partial-<pid>/model.onnx failed:This is an invalid model. Type Error: Type 'tensor(bool)' of input parameter (/model/Equal_2_output_0) of operator (CumSum) in node (/model/CumSum_1) is invalid.; dynamo, patched, batched experts exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u3, 0) (unhinted: Eq(u3, 0)).  (Size-like symbols: u3)); dynamo draft export, patched exporter: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Ne(u82, 2) (unhinted: Ne(u82, 2)).  (Size-like symbols: none)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    )
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {

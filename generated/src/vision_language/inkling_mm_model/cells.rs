@@ -200,6 +200,36 @@ pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
             stage: Some(runtime::Stage::Mismatch),
         },
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "inkling_mm_model on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:45Z): output last_hidden_state: 767 of 896 elements outside abs 0.0001 + rel 0.001 (max abs error 2.028e-2; worst at flat index 714: got -1.1689993143081665, expected -1.1487220525741577); inkling_mm_model on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:46Z): output last_hidden_state: 245 of 288 elements outside abs 0.0001 + rel 0.001 (max abs error 1.559e-2; worst at flat index 183: got 0.6642202138900757, expected 0.6798133850097656)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "inkling_mm_model on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:45Z): output last_hidden_state: 767 of 896 elements outside abs 0.0001 + rel 0.001 (max abs error 2.028e-2; worst at flat index 714: got -1.1689993143081665, expected -1.1487220525741577); inkling_mm_model on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:46Z): output last_hidden_state: 245 of 288 elements outside abs 0.0001 + rel 0.001 (max abs error 1.559e-2; worst at flat index 183: got 0.6642202138900757, expected 0.6798133850097656)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    )
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {

@@ -21,4 +21,12 @@ mod ov {
         super::super::cells::OPENVINO_OV, ignore =
         "not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment. Check out the instructions on the"
     );
+    runtime::precision_test!(
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment. Check out the instructions on the"
+    );
+    runtime::precision_test!(
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment. Check out the instructions on the"
+    );
 }

@@ -170,6 +170,36 @@ pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(
             stage: Some(runtime::Stage::Mismatch),
         },
     )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt8,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "video_llama_3 on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872565-1902 on vm, 2026-11-28T13:31:35Z): output last_hidden_state: 125 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.870e-3; worst at flat index 32: got -0.02606932260096073, expected -0.02883235737681389); video_llama_3 on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872565-1902 on vm, 2026-11-28T13:31:35Z): output last_hidden_state: 10 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.125e-3; worst at flat index 71: got 0.18957677483558655, expected 0.1906745582818985)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::NncfInt4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "video_llama_3 on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872565-1902 on vm, 2026-11-28T13:31:35Z): output last_hidden_state: 125 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.870e-3; worst at flat index 32: got -0.02606932260096073, expected -0.02883235737681389); video_llama_3 on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872565-1902 on vm, 2026-11-28T13:31:35Z): output last_hidden_state: 10 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.125e-3; worst at flat index 71: got 0.18957677483558655, expected 0.1906745582818985)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// video_llama_3 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(

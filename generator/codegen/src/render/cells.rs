@@ -305,7 +305,7 @@ pub fn engine_doc(engine: &EngineSpec) -> String {
             backend,
             device_type,
         } => decl::describe_browser(*backend, device_type.as_deref()),
-        EngineSpec::Openvino { device } => decl::describe_openvino(device),
+        EngineSpec::Openvino { device, .. } => decl::describe_openvino(device),
     }
 }
 
@@ -329,7 +329,9 @@ fn engine_expr(engine: &EngineSpec) -> TokenStream {
             };
             quote!(runtime::Engine::Browser { backend: runtime::BrowserBackend::#backend, device_type: #device_type })
         }
-        EngineSpec::Openvino { device } => quote!(runtime::Engine::OpenVino { device: #device }),
+        EngineSpec::Openvino { device, .. } => {
+            quote!(runtime::Engine::OpenVino { device: #device })
+        }
     }
 }
 

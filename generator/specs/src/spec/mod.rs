@@ -279,7 +279,10 @@ fn check_hardware(
                 format!("platform `{platform}` has feature `{}`", p.feature),
                 format!("the cargo feature of a platform is its name: `feature: {platform}`"),
             )),
-            Some(p) if p.precision_checks.iter().any(|c| !defaults.is_none_or(|d| d.precision_tolerances.contains_key(c))) => {
+            Some(p) if p.precision_checks.iter().chain(p.engines.iter().flat_map(|e| match e {
+                EngineSpec::Openvino { precision_checks, .. } => precision_checks.as_slice(),
+                _ => &[],
+            })).any(|c| !defaults.is_none_or(|d| d.precision_tolerances.contains_key(c))) => {
                 errors.push(SpecError::new(
                     path,
                     locate_key(src, "precision_checks", 4).unwrap_or((1, 1)),

@@ -106,6 +106,11 @@ pub enum EngineSpec {
     /// OpenVINO's own runtime on one of its devices (`CPU`, `GPU`, `NPU`).
     Openvino {
         device: String,
+        /// The weight formats of OpenVINO's own it checks besides float32 (NNCF's IR
+        /// variants), in place of the platform's `precision_checks`, which are ONNX
+        /// Runtime's graphs.
+        #[serde(default)]
+        precision_checks: Vec<Precision>,
     },
 }
 

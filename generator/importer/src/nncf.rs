@@ -1,0 +1,160 @@
+//! NNCF's weight formats of the fixtures (OpenVINO IR with int8 or int4 weights, as
+//! optimum-intel ships them), for the openvino platform's OpenVINO-runtime engine: made after
+//! the export by generator/importer/exporter/nncf_variants.py in OpenVINO's own venv (openvino
+//! and nncf; the exporter's venv has neither), and remade only where a fixture was re-exported
+//! or the script or its requirements changed.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use hwmatrix_cell::fixture_key::{NNCF_RECORD, nncf_key};
+
+use crate::workers::{JobError, Progress, exporter_dir};
+
+/// What one call did.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub made: usize,
+    pub cached: usize,
+    /// (fixture folder, why) for a fixture whose script run failed as a whole; a format NNCF
+    /// could not make is not one of them: its error is in the fixture's `nncf.json`.
+    pub failed: Vec<(String, String)>,
+}
+
+/// The fixture folders of `models` under `root` that have an ONNX export (a model's, and each
+/// of its components').
+pub fn exported_fixtures<'a>(
+    root: &Path,
+    models: impl IntoIterator<Item = &'a str>,
+) -> Vec<PathBuf> {
+    let exported = |dir: &Path| dir.join("meta.json").is_file() && dir.join("model.onnx").is_file();
+    let mut dirs = Vec::new();
+    for model in models {
+        let dir = root.join(model);
+        if exported(&dir) {
+            dirs.push(dir.clone());
+        }
+        let mut components: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| exported(p))
+            .collect();
+        components.sort();
+        dirs.extend(components);
+    }
+    dirs
+}
+
+/// Whether `dir`'s NNCF formats were made by this script from its current export.
+fn up_to_date(dir: &Path, key: &str) -> bool {
+    let read = |file: &str| -> Option<serde_json::Value> {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(file)).ok()?).ok()
+    };
+    let (Some(meta), Some(record)) = (read("meta.json"), read(NNCF_RECORD)) else {
+        return false;
+    };
+    record["key"].as_str() == Some(key) && record["fixture_key"] == meta["cache_key"]
+}
+
+/// Makes the NNCF formats of every fixture in `dirs` (folders under `root`) that lacks current
+/// ones, with `python` (OpenVINO's venv) in `workers` processes. The caller holds the store's lock.
+pub fn make(
+    root: &Path,
+    dirs: &[PathBuf],
+    python: &Path,
+    workers: usize,
+    log_dir: &Path,
+    log: &mut dyn Write,
+) -> Result<Summary, String> {
+    let key = nncf_key();
+    let mut summary = Summary::default();
+    let todo: Vec<&PathBuf> = dirs.iter().filter(|d| !up_to_date(d, &key)).collect();
+    summary.cached = dirs.len() - todo.len();
+    if todo.is_empty() {
+        return Ok(summary);
+    }
+    if !python.exists() {
+        return Err(format!(
+            "no Python with OpenVINO and NNCF at {}: run `bash tests/setup.sh openvino`",
+            python.display()
+        ));
+    }
+    std::fs::create_dir_all(log_dir).map_err(|e| format!("{}: {e}", log_dir.display()))?;
+    let workers = workers.clamp(1, todo.len());
+    let (sender, receiver) = std::sync::mpsc::channel::<(String, Result<(), String>)>();
+    let mut children = Vec::new();
+    for (n, chunk) in todo.chunks(todo.len().div_ceil(workers)).enumerate() {
+        let jobs = log_dir.join(format!("nncf-{n}.jobs.json"));
+        let body = serde_json::json!({"key": key, "dirs": chunk});
+        std::fs::write(&jobs, body.to_string()).map_err(|e| format!("{}: {e}", jobs.display()))?;
+        let stderr_path = log_dir.join(format!("nncf-{n}.log"));
+        let stderr = std::fs::File::create(&stderr_path)
+            .map_err(|e| format!("{}: {e}", stderr_path.display()))?;
+        let mut child = Command::new(python)
+            .arg(exporter_dir().join("nncf_variants.py"))
+            .arg(&jobs)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", python.display()))?;
+        let stdout = child.stdout.take().expect("piped");
+        let sender = sender.clone();
+        let expected: Vec<String> = chunk.iter().map(|d| d.display().to_string()).collect();
+        let reader = std::thread::spawn(move || {
+            let mut seen = 0;
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let Ok(done) = serde_json::from_str::<serde_json::Value>(&line) else {
+                    continue;
+                };
+                seen += 1;
+                let dir = done["dir"].as_str().unwrap_or_default().to_string();
+                let _ = sender.send((dir, Ok(())));
+            }
+            // A process that died part-way leaves the rest of its chunk unmade.
+            for dir in expected.into_iter().skip(seen) {
+                let why = format!(
+                    "the NNCF process died before this fixture (its log: {})",
+                    stderr_path.display()
+                );
+                let _ = sender.send((dir, Err(why)));
+            }
+        });
+        children.push((child, reader));
+    }
+    drop(sender);
+    let mut progress = Progress::new(
+        "NNCF formats made",
+        todo.len(),
+        log,
+        Progress::stderr_is_terminal(),
+    );
+    let mut last = Instant::now();
+    for (dir, outcome) in receiver {
+        let took = last.elapsed();
+        last = Instant::now();
+        let label = Path::new(&dir)
+            .strip_prefix(root)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| dir.clone());
+        let as_outcome = outcome
+            .clone()
+            .map(|()| serde_json::Value::Null)
+            .map_err(|error| JobError::Failed { error, stage: None });
+        progress.finished(&label, &as_outcome, took);
+        match outcome {
+            Ok(()) => summary.made += 1,
+            Err(why) => summary.failed.push((dir, why)),
+        }
+    }
+    progress.end();
+    for (mut child, reader) in children {
+        let _ = child.wait();
+        let _ = reader.join();
+    }
+    Ok(summary)
+}
