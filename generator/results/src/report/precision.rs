@@ -108,13 +108,16 @@ pub struct PrecisionEvidence {
 }
 
 /// The formats table: every cpu ONNX Runtime bench or precision record of a real
-/// checkpoint's fixture, one row per (model, checkpoint, format), float32 first.
+/// checkpoint's fixture, and OpenVINO's runtime's records of NNCF's formats (the same CPU),
+/// one row per (model, checkpoint, format), float32 first.
 fn formats(checkpoint_evidence: &[Evidence]) -> Vec<FormatRow> {
     let mut rows: BTreeMap<(String, String, usize, String), FormatRow> = BTreeMap::new();
-    for e in checkpoint_evidence
-        .iter()
-        .filter(|e| e.platform == "cpu" && e.engine_kind == "onnxruntime")
-    {
+    for e in checkpoint_evidence.iter().filter(|e| {
+        (e.platform == "cpu" && e.engine_kind == "onnxruntime")
+            || (e.platform == "openvino"
+                && e.engine_kind == "openvino"
+                && e.precision.starts_with("nncf_"))
+    }) {
         let Some(checkpoint) = checkpoint_of(e) else {
             continue;
         };
@@ -158,7 +161,16 @@ fn formats(checkpoint_evidence: &[Evidence]) -> Vec<FormatRow> {
 }
 
 /// The formats in the order the tables show them.
-const FORMAT_ORDER: [&str; 6] = ["float32", "fp16", "int8", "q4", "q4f16", "qdq8"];
+const FORMAT_ORDER: [&str; 8] = [
+    "float32",
+    "fp16",
+    "int8",
+    "q4",
+    "q4f16",
+    "qdq8",
+    "nncf_int8",
+    "nncf_int4",
+];
 
 /// The formats table's cells, shared by both renderings: sizes in MB and against float32's file.
 pub fn format_cells(rows: &[FormatRow]) -> (Vec<String>, Vec<Vec<String>>) {
