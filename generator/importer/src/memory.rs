@@ -39,6 +39,30 @@ pub fn cached(plan: &Plan, cache: &Path) -> Result<Vec<(String, Computed)>, Stri
         .collect()
 }
 
+/// The figures `gen memory --model M --checkpoint DIR` cached for a checkpoint folder's config,
+/// if they are current (None where not computed, or computed from another config or memory.py).
+pub fn cached_checkpoint(
+    plan: &Plan,
+    cache: &Path,
+    model_type: &str,
+    checkpoint: &Path,
+) -> Option<Computed> {
+    let (source, requirements) = sources().ok()?;
+    let model = plan
+        .models
+        .iter()
+        .find(|m| m.model.spec.model_type == model_type)?
+        .model;
+    let key = key(
+        &job(model, Some(checkpoint)).ok()?,
+        &source,
+        &requirements,
+        Some(checkpoint),
+    )
+    .ok()?;
+    read_cached(&file(cache, model_type, Some(checkpoint)), &key)
+}
+
 /// memory.py and the exporter's pinned requirements: what the figures depend on besides the spec.
 fn sources() -> Result<(Vec<u8>, Vec<u8>), String> {
     let read = |name: &str| {

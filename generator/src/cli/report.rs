@@ -104,6 +104,32 @@ pub fn run(
     // The memory section: the figures `gen memory` cached for these specs (no Python runs here).
     let computed = hwmatrix_importer::memory::cached(&plan, &super::memory::cache_dir())?;
     built.memory = report::memory::MemorySection::new(super::memory::rows(&plan, computed));
+    // Beside each real checkpoint's files, the weights computed from its config (`gen memory
+    // --checkpoint` cached them; tests/checkpoint.sh runs it), where they are current: read
+    // once per checkpoint.
+    let mut checkpoint_weights = std::collections::BTreeMap::new();
+    for row in &mut built.precision.formats {
+        let Some(dir) = row.checkpoint.strip_prefix("checkpoint:") else {
+            continue;
+        };
+        let weights = checkpoint_weights
+            .entry((row.model.clone(), dir.to_string()))
+            .or_insert_with(|| {
+                hwmatrix_importer::memory::cached_checkpoint(
+                    &plan,
+                    &super::memory::cache_dir(),
+                    &row.model,
+                    std::path::Path::new(dir),
+                )
+                .and_then(|c| c.ok())
+                .and_then(|c| c.get("weights").cloned())
+            });
+        let format = match row.precision.as_str() {
+            "float32" => "fp32",
+            other => other,
+        };
+        row.computed_bytes = weights.as_ref().and_then(|w| w.get(format)?.as_u64());
+    }
     let formats = if args.format.is_empty() {
         &[Format::Markdown][..]
     } else {

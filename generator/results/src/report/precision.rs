@@ -89,6 +89,9 @@ pub struct FormatRow {
     pub checkpoint: String,
     pub precision: String,
     pub file_bytes: Option<u64>,
+    /// The weights `gen memory --checkpoint` computed for this format from the checkpoint's
+    /// config (set by `gen report` from its cache), beside the file measured.
+    pub computed_bytes: Option<u64>,
     /// Median latency here and through Python's onnxruntime (same graph, inputs, threads).
     pub median_ms: Option<f64>,
     pub python_ms: Option<f64>,
@@ -141,6 +144,7 @@ fn formats(checkpoint_evidence: &[Evidence]) -> Vec<FormatRow> {
                 checkpoint,
                 precision: e.precision.clone(),
                 file_bytes: None,
+                computed_bytes: None,
                 median_ms: None,
                 python_ms: None,
                 worst_cosine: None,
@@ -179,6 +183,7 @@ pub fn format_cells(rows: &[FormatRow]) -> (Vec<String>, Vec<Vec<String>>) {
         "checkpoint",
         "format",
         "file",
+        "computed weights",
         "vs float32",
         "cpu median ms",
         "Python ms",
@@ -206,6 +211,15 @@ pub fn format_cells(rows: &[FormatRow]) -> (Vec<String>, Vec<Vec<String>>) {
                 row.file_bytes
                     .map(|b| format!("{:.1} MB", b as f64 / 1e6))
                     .unwrap_or_default(),
+                match (row.computed_bytes, row.file_bytes) {
+                    (Some(c), Some(f)) if f > 0 => format!(
+                        "{:.1} MB ({:+.1}%)",
+                        c as f64 / 1e6,
+                        (c as f64 - f as f64) * 100.0 / f as f64
+                    ),
+                    (Some(c), _) => format!("{:.1} MB", c as f64 / 1e6),
+                    _ => String::new(),
+                },
                 match (row.file_bytes, float32(row)) {
                     (Some(b), Some(f)) if f > 0 => format!("{:.0}%", b as f64 * 100.0 / f as f64),
                     _ => String::new(),
