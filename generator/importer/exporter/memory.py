@@ -35,9 +35,16 @@ FORMAT_RULES = {
           "the rest in 4 bytes",
     "q4f16": "matrix products in 4 bits with a float16 scale per block of 32; the rest in 2 bytes",
     "qdq8": "every weight in 1 byte with one scale and zero point per tensor, biases in int32 (static QDQ for QNN)",
+    # NNCF's formats (nncf_variants.py), OpenVINO IR: the .bin's bytes.
+    "nncf_int8": "matrix products, convolutions and embeddings in 1 byte with a float16 scale and a uint8 zero point "
+                 "per output channel (NNCF INT8_ASYM); the rest in 4 bytes",
+    "nncf_int4": "matrix products but the last in 4 bits with a float16 scale and a 4-bit zero point per group of "
+                 "128 (NNCF INT4_ASYM, ratio 1.0); embeddings, convolutions and the last matrix product as "
+                 "nncf_int8; the rest in 4 bytes",
 }
 TOKENS = (2048, 8192, 32768)
 BLOCK = 32
+NNCF_GROUP = 128
 
 
 def compute(job: dict) -> dict:
@@ -153,6 +160,24 @@ def weight_bytes(kinds: dict) -> dict[str, int]:
     def qdq8(kind, n, shape):
         return 4 * n if kind == "bias" else n + 5
 
+    def nncf_int8(kind, n, shape):
+        if kind in ("matmul", "conv", "embedding"):
+            return n + 3 * output_channels(shape, kind)
+        return 4 * n
+
+    # NNCF keeps the last matrix product (a language model's head) in its int8 backup.
+    last = len(kinds.get("matmul", [])) - 1
+
+    def nncf_int4() -> float:
+        total_bytes = 0.0
+        for kind, values in kinds.items():
+            for index, (n, shape) in enumerate(values):
+                if kind == "matmul" and index != last:
+                    total_bytes += n / 2 + math.ceil(n / NNCF_GROUP) * 2.5
+                else:
+                    total_bytes += nncf_int8(kind, n, shape)
+        return int(total_bytes)
+
     return {
         "fp32": total(lambda kind, n, shape: 4 * n),
         "fp16": total(lambda kind, n, shape: 2 * n),
@@ -160,6 +185,8 @@ def weight_bytes(kinds: dict) -> dict[str, int]:
         "q4": total(lambda kind, n, shape: q4(kind, n, shape, 4, 4)),
         "q4f16": total(lambda kind, n, shape: q4(kind, n, shape, 2, 2)),
         "qdq8": total(qdq8),
+        "nncf_int8": total(nncf_int8),
+        "nncf_int4": nncf_int4(),
     }
 
 

@@ -40,6 +40,17 @@ class MemoryRulesTest(unittest.TestCase):
         self.assertEqual(weights["q4f16"], 128 + 8 * 2 + 2 * (40 + 18 + 68 + 4))
         # qdq8: every weight a byte and its scale and zero point; biases int32.
         self.assertEqual(weights["qdq8"], (40 + 5) + (256 + 5) + (18 + 5) + (4 + 5) + 4 * 68)
+        # nncf_int8: 1 byte each plus a float16 scale and a uint8 zero point per output channel.
+        self.assertEqual(weights["nncf_int8"], (40 + 3 * 10) + (256 + 3 * 64) + (18 + 3 * 2) + 4 * (68 + 4))
+        # nncf_int4: the only matrix product is the last, which NNCF keeps in int8.
+        self.assertEqual(weights["nncf_int4"], weights["nncf_int8"])
+
+    def test_nncf_int4_keeps_the_last_matrix_product_in_int8(self):
+        kinds = {"embedding": [(40, (10, 4))], "matmul": [(512, (4, 128)), (256, (2, 128))], "other": [(4, (4,))]}
+        weights = memory.weight_bytes(kinds)
+        # 4 bits and, per group of 128, a float16 scale and a 4-bit zero point; then the head
+        # and the embedding in int8 with a float16 scale and a uint8 zero point per row.
+        self.assertEqual(weights["nncf_int4"], (256 + 4 * 2.5) + (256 + 3 * 2) + (40 + 3 * 10) + 4 * 4)
 
     def test_a_default_configuration_builds_without_memory(self):
         result = memory.compute({"spec": {"model_type": "bert", "export": {"class": "BertModel"}}})

@@ -13,8 +13,9 @@ use super::{Context, workers};
 
 pub const ABOUT: &str = "\
 Computes, for each selected architecture, its parameters and its weights' bytes in
-each format the fixtures ship (fp32, fp16, int8, q4, q4f16, qdq8, with their scales
-and zero points), the device memory they fit in, and, for a model that generates,
+each format the fixtures ship (fp32, fp16, int8, q4, q4f16, qdq8, and NNCF's
+nncf_int8 and nncf_int4 for OpenVINO's runtime, with their scales and zero
+points), the device memory they fit in, and, for a model that generates,
 its cache per token and at 2k, 8k and 32k tokens. Nothing is downloaded or
 allocated: the architecture is built from its library's default configuration (or a
 checkpoint's config.json) on PyTorch's meta device by the exporter's Python
@@ -244,7 +245,8 @@ fn print_table(head: &[String], rows: &[Vec<String>], out: &mut dyn Write) {
     }
 }
 
-/// Each format's computed bytes beside the fixture's file (`model.onnx`, `model.<format>.onnx`);
+/// Each format's computed bytes beside the fixture's file (`model.onnx`, `model.<format>.onnx`,
+/// an NNCF format's `model.<format>.bin`);
 /// exit 1 if one is off by more than its bound.
 fn against(computed: &Computed, fixture: &Path, out: &mut dyn Write) -> Result<i32, String> {
     let _ = writeln!(
@@ -256,10 +258,11 @@ fn against(computed: &Computed, fixture: &Path, out: &mut dyn Write) -> Result<i
     let mut rows = Vec::new();
     let mut beyond = Vec::new();
     for format in FORMATS {
-        let name = if format == "fp32" {
-            "model.onnx".to_string()
-        } else {
-            format!("model.{format}.onnx")
+        // An IR's weights are its .bin (the .xml is the graph).
+        let name = match format {
+            "fp32" => "model.onnx".to_string(),
+            nncf if nncf.starts_with("nncf_") => format!("model.{nncf}.bin"),
+            other => format!("model.{other}.onnx"),
         };
         let (Ok(meta), Some(&bytes)) = (
             std::fs::metadata(fixture.join(&name)),

@@ -8,8 +8,18 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// The formats, in the order the tables show them (export.py's VARIANTS and float32).
-pub const FORMATS: [&str; 6] = ["fp32", "fp16", "int8", "q4", "q4f16", "qdq8"];
+/// The formats, in the order the tables show them (export.py's VARIANTS and float32, then
+/// NNCF's IR formats for OpenVINO's runtime).
+pub const FORMATS: [&str; 8] = [
+    "fp32",
+    "fp16",
+    "int8",
+    "q4",
+    "q4f16",
+    "qdq8",
+    "nncf_int8",
+    "nncf_int4",
+];
 
 /// Device memory a maintainer picks between, in bytes. The phone NPU's is an
 /// assumption, not a measurement: Snapdragon's Hexagon NPU addresses 32 bits (4 GiB),

@@ -126,6 +126,8 @@ fn memory() -> memory::MemorySection {
         ("q4", 150_000_000),
         ("q4f16", 96_000_000),
         ("qdq8", 110_000_000),
+        ("nncf_int8", 110_500_000),
+        ("nncf_int4", 90_800_000),
     ];
     memory::MemorySection::new(vec![
         MemoryRow {
