@@ -559,17 +559,32 @@ impl MeasuredCell<'_> {
         }
         // Precision variants are checks of their own, planned only where the float32 checks
         // pass (else the cell's entries say it all, and theirs are cleared).
-        for p in self
+        let precision_checks = self
             .plan
             .map(|c| c.precision_checks.as_slice())
-            .unwrap_or_default()
-        {
+            .unwrap_or_default();
+        // A run that left every precision check of the cell out (`--skip`), as a run without its
+        // float32 checks leaves those: their entries stay as they were. One that ran some
+        // and lacks others lost them (its process died): our harness's gap, as above.
+        let precision_ran = precision_checks
+            .iter()
+            .any(|p| measured.checks.contains_key(p.precision.check_name()));
+        if !precision_checks.is_empty() && !precision_ran && float32_passes {
+            let _ = writeln!(
+                err,
+                "note: no record of {}'s precision checks on {platform} with {}: their entries are left as they were",
+                self.model.spec.model_type,
+                engine.name()
+            );
+        }
+        for p in precision_checks {
             let check = p.precision.check_name();
             let entry = match (measured.checks.get(check), float32_beside) {
                 // Not run where the float32 checks fail: an import clears them, a verification compares nothing.
                 _ if !float32_passes && verify => continue,
                 _ if !float32_passes => None,
                 (Some(record), _) => record.entry(),
+                (None, _) if !precision_ran => continue,
                 (None, Some(beside)) => Some(no_record(platform, engine, check, beside)),
                 (None, None) => continue,
             };
