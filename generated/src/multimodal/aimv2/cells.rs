@@ -250,7 +250,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "aimv2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795885010-23496 on vm, 2026-11-28T16:57:13Z): not every node ran on WebNNExecutionProvider: Clip ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (17%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (83%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/multimodal/aimv2.yaml only if it may run off WebNNExecutionProvider, with the reason; also out-of-tolerance: output logits_per_image: relative L2 error 0.1429, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/aimv2.yaml) (max abs error 2.120e-1; worst at flat index 0: got -0.30689799785614014, expected -0.09486830234527588); output logits_per_text: cosine similarity 0.9527 in its worst row (of 2; mean 0.9738), below 0.98; relative L2 error 0.1429, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/aimv2.yaml) (max abs error 2.120e-1; worst at flat index 0: got -0.30689799785614014, expected -0.09486830234527588)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -270,7 +274,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: aimv2 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795885010-23496 on vm, 2026-11-28T16:56:50Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-28 16:56:50.664258 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-28 16:56:50.706729 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 16:56:50.725528 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 16:56:50.797159 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (294, 1, 1) | 2026-11-28 16:56:50.855968 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -279,7 +286,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "aimv2 on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: run 1795885010-23496 on vm, 2026-11-28T16:57:08Z): output logits_per_image: cosine similarity -0.8424 in its worst row (of 2; mean 0.0735), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/aimv2.yaml) (max abs error 2.942e-1; worst at flat index 1: got 0.24886292219161987, expected -0.045292437076568604); output logits_per_text: cosine similarity 0.8328 in its worst row (of 2; mean 0.9133), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/aimv2.yaml) (max abs error 2.942e-1; worst at flat index 2: got 0.24886292219161987, expected -0.045292437076568604)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -288,7 +299,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: aimv2 on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795885010-23496 on vm, 2026-11-28T16:57:04Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-28 16:57:03.971650 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-28 16:57:04.048730 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 16:57:04.070205 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 16:57:04.118970 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (294, 1, 1) | 2026-11-28 16:57:04.134620 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -9,9 +9,8 @@ mod browser {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+        "not tested here: chinese_clip on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795885010-23496 on vm, 2026-11-28T17:01:10Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-28 17:01:10.052468 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-28 17:01:10.071418 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 17:01:10.088303 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 17:01:10.136783 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (1536, 1, 1) | 2026-11-28 17:01:10.157023 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, features =
@@ -19,9 +18,8 @@ mod browser {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "not tested here: chinese_clip on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795885010-23496 on vm, 2026-11-28T17:01:15Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-28 17:01:15.258865 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-28 17:01:15.310319 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 17:01:15.338854 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 17:01:15.368204 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (1536, 1, 1) | 2026-11-28 17:01:15.379884 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)"
     );
 }
 /// chinese_clip on webgpu with onnxruntime, WebGpuExecutionProvider: run.

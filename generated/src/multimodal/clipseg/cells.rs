@@ -237,7 +237,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "clipseg on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: run 1795885010-23496 on vm, 2026-11-28T17:02:06Z): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Cast ×5 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (60%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (40%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/multimodal/clipseg.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -246,7 +250,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "clipseg on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795885010-23496 on vm, 2026-11-28T17:02:12Z): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, DequantizeLinear ×4 on CPUExecutionProvider, QuantizeLinear ×4 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (62%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (38%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/multimodal/clipseg.yaml only if it may run off WebNNExecutionProvider, with the reason; also out-of-tolerance: output logits_per_image: relative L2 error 0.1276, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clipseg.yaml) (max abs error 2.134e-1; worst at flat index 0: got -0.9243665933609009, expected -1.1377592086791992); output logits_per_text: relative L2 error 0.1276, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clipseg.yaml) (max abs error 2.134e-1; worst at flat index 0: got -0.9243665933609009, expected -1.1377592086791992)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -266,7 +274,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: clipseg on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795885010-23496 on vm, 2026-11-28T17:01:49Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-28 17:01:49.368700 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-28 17:01:49.408435 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 17:01:49.424590 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 17:01:49.476364 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (1536, 1, 1) | 2026-11-28 17:01:49.490425 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -275,7 +286,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "clipseg on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: run 1795885010-23496 on vm, 2026-11-28T17:02:03Z): output logits_per_image: cosine similarity 0.9399 in its worst row (of 2; mean 0.9607), below 0.95; relative L2 error 0.3175, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clipseg.yaml) (max abs error 4.293e-1; worst at flat index 3: got 0.7751460671424866, expected 1.2044215202331543); output logits_per_text: relative L2 error 0.3175, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clipseg.yaml) (max abs error 4.293e-1; worst at flat index 3: got 0.7751460671424866, expected 1.2044215202331543)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -284,7 +299,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: clipseg on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795885010-23496 on vm, 2026-11-28T17:02:03Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-28 17:02:03.333234 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-28 17:02:03.374744 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 17:02:03.392545 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 17:02:03.410569 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (1536, 1, 1) | 2026-11-28 17:02:03.428214 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

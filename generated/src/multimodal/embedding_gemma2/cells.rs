@@ -242,7 +242,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "embedding_gemma2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795885010-23496 on vm, 2026-11-28T17:05:03Z): output last_hidden_state: cosine similarity 0.4548 in its worst row (of 1; mean 0.4548), below 0.98; relative L2 error 1.0448, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/embedding_gemma2.yaml) (max abs error 4.173e-1; worst at flat index 44: got 0.16880084574222565, expected -0.24848829209804535)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -262,7 +266,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: embedding_gemma2 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795885010-23496 on vm, 2026-11-28T17:04:49Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-28 17:04:49.743649 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 17:04:49.750439 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 17:04:49.763574 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-28 17:04:49.811975 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (4, 1, 1) | \u{1b}[1;31m2026-11-28 17:04:49.815120 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -271,7 +278,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "embedding_gemma2 on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: run 1795885010-23496 on vm, 2026-11-28T17:04:58Z): output last_hidden_state: cosine similarity 0.8579 in its worst row (of 1; mean 0.8579), below 0.95; relative L2 error 0.5272, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/embedding_gemma2.yaml) (max abs error 1.751e-1; worst at flat index 71: got -0.23178896307945251, expected -0.05671923980116844)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -280,7 +291,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: embedding_gemma2 on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795885010-23496 on vm, 2026-11-28T17:04:54Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Gather node. Name:'/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it. (page log: 2026-11-28 17:04:53.870719 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 17:04:53.930544 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 17:04:53.976334 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-28 17:04:54.057369 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gather[0]:1|1:3;1|12;2:1:2|3\" (4, 1, 1) | \u{1b}[1;31m2026-11-28 17:04:54.065249 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Gather node. Name:'/model/embed_tokens/Gather' Status Message: shader_helper.cc:416 GenerateSourceCode Program Gather requires f16 but the device does not support it.\u{1b}[m)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

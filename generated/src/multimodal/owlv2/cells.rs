@@ -238,7 +238,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "owlv2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795885010-23496 on vm, 2026-11-28T17:10:02Z): output text_embeds: relative L2 error 0.1099, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/owlv2.yaml) (max abs error 4.888e-2; worst at flat index 21: got -0.30523577332496643, expected -0.2563600540161133)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -258,7 +262,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: owlv2 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795885010-23496 on vm, 2026-11-28T17:09:37Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-28 17:09:37.488245 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-28 17:09:37.530625 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 17:09:37.553570 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 17:09:37.604765 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (384, 1, 1) | 2026-11-28 17:09:37.621630 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -276,7 +283,10 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: owlv2 on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795885010-23496 on vm, 2026-11-28T17:09:52Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-28 17:09:52.177279 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-28 17:09:52.241064 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 17:09:52.265904 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 17:09:52.334844 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (384, 1, 1) | 2026-11-28 17:09:52.352353 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)",
+                    stage: runtime::Stage::Load,
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -222,18 +222,26 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             min_top1: 0.95f64,
         },
     );
-/// fun_asr_nano on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// fun_asr_nano on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "fun_asr_nano on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:16:05Z): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off WebNNExecutionProvider, with the reason; fun_asr_nano on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:16:07Z): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off WebNNExecutionProvider, with the reason; fun_asr_nano on webnn with browser: runs failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:16:06Z): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "fun_asr_nano on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:16:05Z): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off WebNNExecutionProvider, with the reason; fun_asr_nano on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:16:07Z): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off WebNNExecutionProvider, with the reason; fun_asr_nano on webnn with browser: runs failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:16:06Z): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -242,7 +250,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "fun_asr_nano on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:16:05Z): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off WebNNExecutionProvider, with the reason; fun_asr_nano on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:16:07Z): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off WebNNExecutionProvider, with the reason; fun_asr_nano on webnn with browser: runs failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:16:06Z): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 10 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 10 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/speech_text/fun_asr_nano.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -251,18 +263,26 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// fun_asr_nano on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// fun_asr_nano on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "fun_asr_nano on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:16:02Z): output last_hidden_state: 1265 of 1280 elements outside abs 0.0001 + rel 0.001 (max abs error 1.961e0; worst at flat index 68: got -0.36365148425102234, expected 1.597708821296692)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "fun_asr_nano on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:16:02Z): output last_hidden_state: 1265 of 1280 elements outside abs 0.0001 + rel 0.001 (max abs error 1.961e0; worst at flat index 68: got -0.36365148425102234, expected 1.597708821296692)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -271,7 +291,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "fun_asr_nano on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:16:02Z): output last_hidden_state: 1265 of 1280 elements outside abs 0.0001 + rel 0.001 (max abs error 1.961e0; worst at flat index 68: got -0.36365148425102234, expected 1.597708821296692)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -280,7 +304,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "fun_asr_nano on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:16:02Z): output last_hidden_state: 1265 of 1280 elements outside abs 0.0001 + rel 0.001 (max abs error 1.961e0; worst at flat index 68: got -0.36365148425102234, expected 1.597708821296692)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -271,18 +271,26 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             min_top1: 0.95f64,
         },
     );
-/// diffusion_gemma on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// diffusion_gemma on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "diffusion_gemma on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:27:40Z): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128 on CPUExecutionProvider, Reshape ×32 on CPUExecutionProvider, ScatterElements ×16 on CPUExecutionProvider, Slice ×32 on CPUExecutionProvider, Tanh ×16 on CPUExecutionProvider, TopK ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 564 nodes (76%), 0 µs (0%); WebNNExecutionProvider: 183 nodes (24%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/diffusion_gemma.yaml only if it may run off WebNNExecutionProvider, with the reason; diffusion_gemma on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:27:42Z): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128 on CPUExecutionProvider, Reshape ×32 on CPUExecutionProvider, ScatterElements ×16 on CPUExecutionProvider, Slice ×32 on CPUExecutionProvider, Tanh ×16 on CPUExecutionProvider, TopK ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 564 nodes (76%), 0 µs (0%); WebNNExecutionProvider: 183 nodes (24%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/diffusion_gemma.yaml only if it may run off WebNNExecutionProvider, with the reason; diffusion_gemma on webnn with browser: runs failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:27:44Z): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128 on CPUExecutionProvider, Reshape ×32 on CPUExecutionProvider, ScatterElements ×16 on CPUExecutionProvider, Slice ×32 on CPUExecutionProvider, Tanh ×16 on CPUExecutionProvider, TopK ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 564 nodes (76%), 0 µs (0%); WebNNExecutionProvider: 183 nodes (24%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/diffusion_gemma.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "diffusion_gemma on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:27:40Z): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128 on CPUExecutionProvider, Reshape ×32 on CPUExecutionProvider, ScatterElements ×16 on CPUExecutionProvider, Slice ×32 on CPUExecutionProvider, Tanh ×16 on CPUExecutionProvider, TopK ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 564 nodes (76%), 0 µs (0%); WebNNExecutionProvider: 183 nodes (24%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/diffusion_gemma.yaml only if it may run off WebNNExecutionProvider, with the reason; diffusion_gemma on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:27:42Z): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128 on CPUExecutionProvider, Reshape ×32 on CPUExecutionProvider, ScatterElements ×16 on CPUExecutionProvider, Slice ×32 on CPUExecutionProvider, Tanh ×16 on CPUExecutionProvider, TopK ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 564 nodes (76%), 0 µs (0%); WebNNExecutionProvider: 183 nodes (24%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/diffusion_gemma.yaml only if it may run off WebNNExecutionProvider, with the reason; diffusion_gemma on webnn with browser: runs failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:27:44Z): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128 on CPUExecutionProvider, Reshape ×32 on CPUExecutionProvider, ScatterElements ×16 on CPUExecutionProvider, Slice ×32 on CPUExecutionProvider, Tanh ×16 on CPUExecutionProvider, TopK ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 564 nodes (76%), 0 µs (0%); WebNNExecutionProvider: 183 nodes (24%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/diffusion_gemma.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -291,7 +299,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "diffusion_gemma on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:27:40Z): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128 on CPUExecutionProvider, Reshape ×32 on CPUExecutionProvider, ScatterElements ×16 on CPUExecutionProvider, Slice ×32 on CPUExecutionProvider, Tanh ×16 on CPUExecutionProvider, TopK ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 564 nodes (76%), 0 µs (0%); WebNNExecutionProvider: 183 nodes (24%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/diffusion_gemma.yaml only if it may run off WebNNExecutionProvider, with the reason; diffusion_gemma on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:27:42Z): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128 on CPUExecutionProvider, Reshape ×32 on CPUExecutionProvider, ScatterElements ×16 on CPUExecutionProvider, Slice ×32 on CPUExecutionProvider, Tanh ×16 on CPUExecutionProvider, TopK ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 564 nodes (76%), 0 µs (0%); WebNNExecutionProvider: 183 nodes (24%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/diffusion_gemma.yaml only if it may run off WebNNExecutionProvider, with the reason; diffusion_gemma on webnn with browser: runs failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:27:44Z): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128 on CPUExecutionProvider, Reshape ×32 on CPUExecutionProvider, ScatterElements ×16 on CPUExecutionProvider, Slice ×32 on CPUExecutionProvider, Tanh ×16 on CPUExecutionProvider, TopK ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 564 nodes (76%), 0 µs (0%); WebNNExecutionProvider: 183 nodes (24%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/diffusion_gemma.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -307,18 +319,26 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             stage: runtime::Stage::Reference,
         },
     );
-/// diffusion_gemma on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// diffusion_gemma on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "diffusion_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:27:34Z): output last_hidden_state: 107 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 2.050e-3; worst at flat index 79: got -0.5232515931129456, expected -0.5212013125419617); output encoder_last_hidden_state: 121 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.114e-3; worst at flat index 566: got -0.14031293988227844, expected -0.14242692291736603); diffusion_gemma on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:27:34Z): output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "diffusion_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:27:34Z): output last_hidden_state: 107 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 2.050e-3; worst at flat index 79: got -0.5232515931129456, expected -0.5212013125419617); output encoder_last_hidden_state: 121 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.114e-3; worst at flat index 566: got -0.14031293988227844, expected -0.14242692291736603); diffusion_gemma on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:27:34Z): output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -327,7 +347,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "diffusion_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:27:34Z): output last_hidden_state: 107 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 2.050e-3; worst at flat index 79: got -0.5232515931129456, expected -0.5212013125419617); output encoder_last_hidden_state: 121 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.114e-3; worst at flat index 566: got -0.14031293988227844, expected -0.14242692291736603); diffusion_gemma on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:27:34Z): output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -336,7 +360,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "diffusion_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:27:34Z): output last_hidden_state: 107 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 2.050e-3; worst at flat index 79: got -0.5232515931129456, expected -0.5212013125419617); output encoder_last_hidden_state: 121 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.114e-3; worst at flat index 566: got -0.14031293988227844, expected -0.14242692291736603); diffusion_gemma on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:27:34Z): output last_hidden_state: 60 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.757e-3; worst at flat index 335: got -0.4447881281375885, expected -0.4462905526161194); output encoder_last_hidden_state: 20 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.214e-3; worst at flat index 112: got -0.004827080760151148, expected -0.006041386164724827)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

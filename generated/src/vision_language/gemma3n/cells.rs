@@ -294,18 +294,26 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// gemma3n on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// gemma3n on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "gemma3n on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:31:43Z): output last_hidden_state: 21 of 928 elements outside abs 0.0001 + rel 0.001 (max abs error 4.964e-4; worst at flat index 802: got 0.028602847829461098, expected 0.029099199920892715); gemma3n on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:31:44Z): output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "gemma3n on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:31:43Z): output last_hidden_state: 21 of 928 elements outside abs 0.0001 + rel 0.001 (max abs error 4.964e-4; worst at flat index 802: got 0.028602847829461098, expected 0.029099199920892715); gemma3n on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:31:44Z): output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -314,7 +322,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "gemma3n on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:31:43Z): output last_hidden_state: 21 of 928 elements outside abs 0.0001 + rel 0.001 (max abs error 4.964e-4; worst at flat index 802: got 0.028602847829461098, expected 0.029099199920892715); gemma3n on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:31:44Z): output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -323,7 +335,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "gemma3n on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:31:43Z): output last_hidden_state: 21 of 928 elements outside abs 0.0001 + rel 0.001 (max abs error 4.964e-4; worst at flat index 802: got 0.028602847829461098, expected 0.029099199920892715); gemma3n on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:31:44Z): output last_hidden_state: 9 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 7.094e-4; worst at flat index 761: got -0.0643906444311142, expected -0.06510002166032791)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

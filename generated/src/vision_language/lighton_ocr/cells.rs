@@ -244,18 +244,26 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             min_top1: 0.95f64,
         },
     );
-/// lighton_ocr on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// lighton_ocr on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "lighton_ocr on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:42:01Z): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/lighton_ocr.yaml only if it may run off WebNNExecutionProvider, with the reason; lighton_ocr on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:42:04Z): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/lighton_ocr.yaml only if it may run off WebNNExecutionProvider, with the reason; lighton_ocr on webnn with browser: runs failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:42:02Z): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/lighton_ocr.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lighton_ocr on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:42:01Z): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/lighton_ocr.yaml only if it may run off WebNNExecutionProvider, with the reason; lighton_ocr on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:42:04Z): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/lighton_ocr.yaml only if it may run off WebNNExecutionProvider, with the reason; lighton_ocr on webnn with browser: runs failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:42:02Z): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/lighton_ocr.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -264,7 +272,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lighton_ocr on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:42:01Z): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/lighton_ocr.yaml only if it may run off WebNNExecutionProvider, with the reason; lighton_ocr on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:42:04Z): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/lighton_ocr.yaml only if it may run off WebNNExecutionProvider, with the reason; lighton_ocr on webnn with browser: runs failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:42:02Z): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5 nodes (36%), 0 µs (0%); WebNNExecutionProvider: 9 nodes (64%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/lighton_ocr.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -274,18 +286,26 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// lighton_ocr on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// lighton_ocr on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "lighton_ocr on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:41:58Z): output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lighton_ocr on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:41:58Z): output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -294,7 +314,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lighton_ocr on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:41:58Z): output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -303,7 +327,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "lighton_ocr on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:41:58Z): output last_hidden_state: 1 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 1.867e-4; worst at flat index 152: got -0.04349759966135025, expected -0.04332432895898819)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -240,18 +240,26 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
     .in_own_process(
         "its dynamic_shapes check crashed the process (2026-11-27, run 1795773557-1640)",
     );
-/// molmo2 on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// molmo2 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "molmo2 on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:18Z): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (56%), 0 µs (0%); WebNNExecutionProvider: 12 nodes (44%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/molmo2.yaml only if it may run off WebNNExecutionProvider, with the reason; molmo2 on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:19Z): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (56%), 0 µs (0%); WebNNExecutionProvider: 12 nodes (44%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/molmo2.yaml only if it may run off WebNNExecutionProvider, with the reason; molmo2 on webnn with browser: runs failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:19Z): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (56%), 0 µs (0%); WebNNExecutionProvider: 12 nodes (44%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/molmo2.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "molmo2 on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:18Z): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (56%), 0 µs (0%); WebNNExecutionProvider: 12 nodes (44%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/molmo2.yaml only if it may run off WebNNExecutionProvider, with the reason; molmo2 on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:19Z): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (56%), 0 µs (0%); WebNNExecutionProvider: 12 nodes (44%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/molmo2.yaml only if it may run off WebNNExecutionProvider, with the reason; molmo2 on webnn with browser: runs failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:19Z): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (56%), 0 µs (0%); WebNNExecutionProvider: 12 nodes (44%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/molmo2.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -260,7 +268,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "molmo2 on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:18Z): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (56%), 0 µs (0%); WebNNExecutionProvider: 12 nodes (44%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/molmo2.yaml only if it may run off WebNNExecutionProvider, with the reason; molmo2 on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:19Z): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (56%), 0 µs (0%); WebNNExecutionProvider: 12 nodes (44%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/molmo2.yaml only if it may run off WebNNExecutionProvider, with the reason; molmo2 on webnn with browser: runs failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:19Z): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (56%), 0 µs (0%); WebNNExecutionProvider: 12 nodes (44%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/molmo2.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -270,18 +282,26 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// molmo2 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// molmo2 on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "molmo2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:15Z): output last_hidden_state: 2 of 416 elements outside abs 0.0001 + rel 0.001 (max abs error 1.990e-4; worst at flat index 86: got -0.02267926186323166, expected -0.02285843715071678); molmo2 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:16Z): output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890717267990112, expected -0.5642402768135071)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "molmo2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:15Z): output last_hidden_state: 2 of 416 elements outside abs 0.0001 + rel 0.001 (max abs error 1.990e-4; worst at flat index 86: got -0.02267926186323166, expected -0.02285843715071678); molmo2 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:16Z): output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890717267990112, expected -0.5642402768135071)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -290,7 +310,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "molmo2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:15Z): output last_hidden_state: 2 of 416 elements outside abs 0.0001 + rel 0.001 (max abs error 1.990e-4; worst at flat index 86: got -0.02267926186323166, expected -0.02285843715071678); molmo2 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:16Z): output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890717267990112, expected -0.5642402768135071)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -299,7 +323,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "molmo2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:15Z): output last_hidden_state: 2 of 416 elements outside abs 0.0001 + rel 0.001 (max abs error 1.990e-4; worst at flat index 86: got -0.02267926186323166, expected -0.02285843715071678); molmo2 on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:16Z): output last_hidden_state: 255 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.425e0; worst at flat index 30: got -1.9890717267990112, expected -0.5642402768135071)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -302,18 +302,26 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// muse_glimmer on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// muse_glimmer on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "muse_glimmer on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:49Z): output last_hidden_state: 48 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.219e-3; worst at flat index 510: got -0.18755444884300232, expected -0.1897735744714737); muse_glimmer on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:48Z): output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "muse_glimmer on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:49Z): output last_hidden_state: 48 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.219e-3; worst at flat index 510: got -0.18755444884300232, expected -0.1897735744714737); muse_glimmer on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:48Z): output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -322,7 +330,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "muse_glimmer on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:49Z): output last_hidden_state: 48 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.219e-3; worst at flat index 510: got -0.18755444884300232, expected -0.1897735744714737); muse_glimmer on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:48Z): output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -331,7 +343,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "muse_glimmer on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:49Z): output last_hidden_state: 48 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.219e-3; worst at flat index 510: got -0.18755444884300232, expected -0.1897735744714737); muse_glimmer on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:47:48Z): output last_hidden_state: 52 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 3.812e-3; worst at flat index 280: got 0.2723722755908966, expected 0.2685605585575104)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

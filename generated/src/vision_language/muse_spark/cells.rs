@@ -301,18 +301,26 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             stage: runtime::Stage::Run,
         },
     );
-/// muse_spark on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// muse_spark on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "muse_spark on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:48:05Z): output last_hidden_state: 69 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.849e-3; worst at flat index 406: got -0.13513614237308502, expected -0.13731655478477478); muse_spark on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:48:04Z): output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "muse_spark on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:48:05Z): output last_hidden_state: 69 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.849e-3; worst at flat index 406: got -0.13513614237308502, expected -0.13731655478477478); muse_spark on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:48:04Z): output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -321,7 +329,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "muse_spark on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:48:05Z): output last_hidden_state: 69 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.849e-3; worst at flat index 406: got -0.13513614237308502, expected -0.13731655478477478); muse_spark on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:48:04Z): output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -330,7 +342,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "muse_spark on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:48:05Z): output last_hidden_state: 69 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.849e-3; worst at flat index 406: got -0.13513614237308502, expected -0.13731655478477478); muse_spark on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:48:04Z): output last_hidden_state: 6 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 4.241e-4; worst at flat index 106: got -0.059964559972286224, expected -0.060312964022159576)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -248,18 +248,26 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             min_top1: 0.95f64,
         },
     );
-/// smolvlm on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// smolvlm on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "smolvlm on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:56:49Z): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×4 on CPUExecutionProvider, LayerNormalization ×4 on CPUExecutionProvider, MatMul ×15 on CPUExecutionProvider, Mul ×10 on CPUExecutionProvider, Pow ×2 on CPUExecutionProvider, Reciprocal ×2 on CPUExecutionProvider, Reshape ×13 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, SkipLayerNormalization ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Softmax ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Tanh ×2 on CPUExecutionProvider, Transpose ×11 on CPUExecutionProvider, Unsqueeze ×2 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 210 nodes (91%), 0 µs (0%); WebNNExecutionProvider: 21 nodes (9%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/smolvlm.yaml only if it may run off WebNNExecutionProvider, with the reason; smolvlm on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:56:52Z): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×4 on CPUExecutionProvider, LayerNormalization ×4 on CPUExecutionProvider, MatMul ×15 on CPUExecutionProvider, Mul ×10 on CPUExecutionProvider, Pow ×2 on CPUExecutionProvider, Reciprocal ×2 on CPUExecutionProvider, Reshape ×13 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, SkipLayerNormalization ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Softmax ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Tanh ×2 on CPUExecutionProvider, Transpose ×11 on CPUExecutionProvider, Unsqueeze ×2 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 210 nodes (91%), 0 µs (0%); WebNNExecutionProvider: 21 nodes (9%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/smolvlm.yaml only if it may run off WebNNExecutionProvider, with the reason; smolvlm on webnn with browser: runs failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:56:52Z): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×4 on CPUExecutionProvider, LayerNormalization ×4 on CPUExecutionProvider, MatMul ×15 on CPUExecutionProvider, Mul ×10 on CPUExecutionProvider, Pow ×2 on CPUExecutionProvider, Reciprocal ×2 on CPUExecutionProvider, Reshape ×13 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, SkipLayerNormalization ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Softmax ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Tanh ×2 on CPUExecutionProvider, Transpose ×11 on CPUExecutionProvider, Unsqueeze ×2 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 210 nodes (91%), 0 µs (0%); WebNNExecutionProvider: 21 nodes (9%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/smolvlm.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "smolvlm on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:56:49Z): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×4 on CPUExecutionProvider, LayerNormalization ×4 on CPUExecutionProvider, MatMul ×15 on CPUExecutionProvider, Mul ×10 on CPUExecutionProvider, Pow ×2 on CPUExecutionProvider, Reciprocal ×2 on CPUExecutionProvider, Reshape ×13 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, SkipLayerNormalization ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Softmax ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Tanh ×2 on CPUExecutionProvider, Transpose ×11 on CPUExecutionProvider, Unsqueeze ×2 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 210 nodes (91%), 0 µs (0%); WebNNExecutionProvider: 21 nodes (9%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/smolvlm.yaml only if it may run off WebNNExecutionProvider, with the reason; smolvlm on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:56:52Z): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×4 on CPUExecutionProvider, LayerNormalization ×4 on CPUExecutionProvider, MatMul ×15 on CPUExecutionProvider, Mul ×10 on CPUExecutionProvider, Pow ×2 on CPUExecutionProvider, Reciprocal ×2 on CPUExecutionProvider, Reshape ×13 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, SkipLayerNormalization ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Softmax ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Tanh ×2 on CPUExecutionProvider, Transpose ×11 on CPUExecutionProvider, Unsqueeze ×2 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 210 nodes (91%), 0 µs (0%); WebNNExecutionProvider: 21 nodes (9%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/smolvlm.yaml only if it may run off WebNNExecutionProvider, with the reason; smolvlm on webnn with browser: runs failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:56:52Z): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×4 on CPUExecutionProvider, LayerNormalization ×4 on CPUExecutionProvider, MatMul ×15 on CPUExecutionProvider, Mul ×10 on CPUExecutionProvider, Pow ×2 on CPUExecutionProvider, Reciprocal ×2 on CPUExecutionProvider, Reshape ×13 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, SkipLayerNormalization ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Softmax ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Tanh ×2 on CPUExecutionProvider, Transpose ×11 on CPUExecutionProvider, Unsqueeze ×2 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 210 nodes (91%), 0 µs (0%); WebNNExecutionProvider: 21 nodes (9%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/smolvlm.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -268,7 +276,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "smolvlm on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:56:49Z): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×4 on CPUExecutionProvider, LayerNormalization ×4 on CPUExecutionProvider, MatMul ×15 on CPUExecutionProvider, Mul ×10 on CPUExecutionProvider, Pow ×2 on CPUExecutionProvider, Reciprocal ×2 on CPUExecutionProvider, Reshape ×13 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, SkipLayerNormalization ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Softmax ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Tanh ×2 on CPUExecutionProvider, Transpose ×11 on CPUExecutionProvider, Unsqueeze ×2 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 210 nodes (91%), 0 µs (0%); WebNNExecutionProvider: 21 nodes (9%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/smolvlm.yaml only if it may run off WebNNExecutionProvider, with the reason; smolvlm on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:56:52Z): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×4 on CPUExecutionProvider, LayerNormalization ×4 on CPUExecutionProvider, MatMul ×15 on CPUExecutionProvider, Mul ×10 on CPUExecutionProvider, Pow ×2 on CPUExecutionProvider, Reciprocal ×2 on CPUExecutionProvider, Reshape ×13 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, SkipLayerNormalization ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Softmax ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Tanh ×2 on CPUExecutionProvider, Transpose ×11 on CPUExecutionProvider, Unsqueeze ×2 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 210 nodes (91%), 0 µs (0%); WebNNExecutionProvider: 21 nodes (9%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/smolvlm.yaml only if it may run off WebNNExecutionProvider, with the reason; smolvlm on webnn with browser: runs failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:56:52Z): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, GatherND ×4 on CPUExecutionProvider, LayerNormalization ×4 on CPUExecutionProvider, MatMul ×15 on CPUExecutionProvider, Mul ×10 on CPUExecutionProvider, Pow ×2 on CPUExecutionProvider, Reciprocal ×2 on CPUExecutionProvider, Reshape ×13 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, SkipLayerNormalization ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, Softmax ×2 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Tanh ×2 on CPUExecutionProvider, Transpose ×11 on CPUExecutionProvider, Unsqueeze ×2 on CPUExecutionProvider, Where ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 210 nodes (91%), 0 µs (0%); WebNNExecutionProvider: 21 nodes (9%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision_language/smolvlm.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -278,18 +290,26 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// smolvlm on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// smolvlm on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "smolvlm on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:56:53Z): output last_hidden_state: 376 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.003e0; worst at flat index 14: got 1.1913328170776367, expected 0.18844212591648102)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "smolvlm on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:56:53Z): output last_hidden_state: 376 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.003e0; worst at flat index 14: got 1.1913328170776367, expected 0.18844212591648102)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -298,7 +318,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "smolvlm on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:56:53Z): output last_hidden_state: 376 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.003e0; worst at flat index 14: got 1.1913328170776367, expected 0.18844212591648102)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -307,7 +331,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "smolvlm on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795885835-28420 on vm, 2026-11-28T17:56:53Z): output last_hidden_state: 376 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.003e0; worst at flat index 14: got 1.1913328170776367, expected 0.18844212591648102)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
