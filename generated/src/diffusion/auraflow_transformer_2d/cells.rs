@@ -289,7 +289,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "auraflow_transformer_2d on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:10Z): output sample: 471 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 6.188e-4; worst at flat index 606: got -0.0053195226937532425, expected -0.00471659516915679); auraflow_transformer_2d on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:21Z): output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)",
+            reason: "auraflow_transformer_2d on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:34:00Z): output sample: 471 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 6.188e-4; worst at flat index 606: got -0.0053195226937532425, expected -0.00471659516915679); auraflow_transformer_2d on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:34:00Z): output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -299,7 +299,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "auraflow_transformer_2d on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:10Z): output sample: 471 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 6.188e-4; worst at flat index 606: got -0.0053195226937532425, expected -0.00471659516915679); auraflow_transformer_2d on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:21Z): output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)",
+                    reason: "auraflow_transformer_2d on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:34:00Z): output sample: 471 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 6.188e-4; worst at flat index 606: got -0.0053195226937532425, expected -0.00471659516915679); auraflow_transformer_2d on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:34:00Z): output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -312,7 +312,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "auraflow_transformer_2d on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:10Z): output sample: 471 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 6.188e-4; worst at flat index 606: got -0.0053195226937532425, expected -0.00471659516915679); auraflow_transformer_2d on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:21Z): output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)",
+                    reason: "auraflow_transformer_2d on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:34:00Z): output sample: 471 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 6.188e-4; worst at flat index 606: got -0.0053195226937532425, expected -0.00471659516915679); auraflow_transformer_2d on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:34:00Z): output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -325,7 +325,7 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "auraflow_transformer_2d on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:10Z): output sample: 471 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 6.188e-4; worst at flat index 606: got -0.0053195226937532425, expected -0.00471659516915679); auraflow_transformer_2d on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:10:21Z): output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)",
+                    reason: "auraflow_transformer_2d on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:34:00Z): output sample: 471 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 6.188e-4; worst at flat index 606: got -0.0053195226937532425, expected -0.00471659516915679); auraflow_transformer_2d on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:34:00Z): output sample: 87 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 4.779e-4; worst at flat index 797: got 0.03993460536003113, expected 0.04030701145529747)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -265,18 +265,26 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// autoencoder_oobleck on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// autoencoder_oobleck on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "autoencoder_oobleck on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:46:23Z): output sample_output: 96 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 3.173e-2; worst at flat index 28: got 0.08802858740091324, expected 0.056294623762369156); autoencoder_oobleck on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:46:24Z): output sample_output: 47 of 48 elements outside abs 0.0001 + rel 0.001 (max abs error 3.239e-2; worst at flat index 28: got 0.09377847611904144, expected 0.06138506904244423)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_oobleck on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:46:23Z): output sample_output: 96 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 3.173e-2; worst at flat index 28: got 0.08802858740091324, expected 0.056294623762369156); autoencoder_oobleck on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:46:24Z): output sample_output: 47 of 48 elements outside abs 0.0001 + rel 0.001 (max abs error 3.239e-2; worst at flat index 28: got 0.09377847611904144, expected 0.06138506904244423)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -285,7 +293,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_oobleck on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:46:23Z): output sample_output: 96 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 3.173e-2; worst at flat index 28: got 0.08802858740091324, expected 0.056294623762369156); autoencoder_oobleck on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:46:24Z): output sample_output: 47 of 48 elements outside abs 0.0001 + rel 0.001 (max abs error 3.239e-2; worst at flat index 28: got 0.09377847611904144, expected 0.06138506904244423)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -294,7 +306,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_oobleck on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:46:23Z): output sample_output: 96 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 3.173e-2; worst at flat index 28: got 0.08802858740091324, expected 0.056294623762369156); autoencoder_oobleck on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:46:24Z): output sample_output: 47 of 48 elements outside abs 0.0001 + rel 0.001 (max abs error 3.239e-2; worst at flat index 28: got 0.09377847611904144, expected 0.06138506904244423)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

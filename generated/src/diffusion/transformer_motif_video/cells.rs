@@ -234,18 +234,26 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             min_top1: 0.95f64,
         },
     );
-/// transformer_motif_video on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// transformer_motif_video on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "transformer_motif_video on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:54:25Z): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (71%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/transformer_motif_video.yaml only if it may run off WebNNExecutionProvider, with the reason; transformer_motif_video on webnn with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:54:27Z): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (71%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/transformer_motif_video.yaml only if it may run off WebNNExecutionProvider, with the reason; transformer_motif_video on webnn with browser: runs failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:54:26Z): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (71%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/transformer_motif_video.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "transformer_motif_video on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:54:25Z): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (71%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/transformer_motif_video.yaml only if it may run off WebNNExecutionProvider, with the reason; transformer_motif_video on webnn with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:54:27Z): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (71%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/transformer_motif_video.yaml only if it may run off WebNNExecutionProvider, with the reason; transformer_motif_video on webnn with browser: runs failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:54:26Z): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (71%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/transformer_motif_video.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -254,7 +262,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "transformer_motif_video on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:54:25Z): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (71%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/transformer_motif_video.yaml only if it may run off WebNNExecutionProvider, with the reason; transformer_motif_video on webnn with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:54:27Z): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (71%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/transformer_motif_video.yaml only if it may run off WebNNExecutionProvider, with the reason; transformer_motif_video on webnn with browser: runs failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T20:54:26Z): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%); WebNNExecutionProvider: 5 nodes (71%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/transformer_motif_video.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,

@@ -227,18 +227,26 @@ pub static QNN_ONNX: runtime::Cell = runtime::Cell::new(
             min_top1: 0.95f64,
         },
     );
-/// unet_spatio_temporal_condition on webnn: run (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
+/// unet_spatio_temporal_condition on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "unet_spatio_temporal_condition on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:04:59Z): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%); WebNNExecutionProvider: 49 nodes (75%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebNNExecutionProvider, with the reason; unet_spatio_temporal_condition on webnn with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:05:03Z): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%); WebNNExecutionProvider: 49 nodes (75%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebNNExecutionProvider, with the reason; unet_spatio_temporal_condition on webnn with browser: runs failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:05:06Z): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%); WebNNExecutionProvider: 49 nodes (75%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebNNExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "unet_spatio_temporal_condition on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:04:59Z): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%); WebNNExecutionProvider: 49 nodes (75%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebNNExecutionProvider, with the reason; unet_spatio_temporal_condition on webnn with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:05:03Z): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%); WebNNExecutionProvider: 49 nodes (75%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebNNExecutionProvider, with the reason; unet_spatio_temporal_condition on webnn with browser: runs failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:05:06Z): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%); WebNNExecutionProvider: 49 nodes (75%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -247,7 +255,11 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "unet_spatio_temporal_condition on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:04:59Z): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%); WebNNExecutionProvider: 49 nodes (75%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebNNExecutionProvider, with the reason; unet_spatio_temporal_condition on webnn with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:05:03Z): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%); WebNNExecutionProvider: 49 nodes (75%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebNNExecutionProvider, with the reason; unet_spatio_temporal_condition on webnn with browser: runs failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:05:06Z): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%); WebNNExecutionProvider: 49 nodes (75%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebNNExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -256,18 +268,26 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// unet_spatio_temporal_condition on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// unet_spatio_temporal_condition on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "unet_spatio_temporal_condition on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:03:47Z): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 410 nodes (30%), 0 µs (0%); WebGpuExecutionProvider: 967 nodes (70%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebGpuExecutionProvider, with the reason; unet_spatio_temporal_condition on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:04:34Z): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 410 nodes (30%), 0 µs (0%); WebGpuExecutionProvider: 967 nodes (70%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebGpuExecutionProvider, with the reason; unet_spatio_temporal_condition on webgpu with browser: runs failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:04:53Z): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 410 nodes (30%), 0 µs (0%); WebGpuExecutionProvider: 967 nodes (70%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "unet_spatio_temporal_condition on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:03:47Z): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 410 nodes (30%), 0 µs (0%); WebGpuExecutionProvider: 967 nodes (70%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebGpuExecutionProvider, with the reason; unet_spatio_temporal_condition on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:04:34Z): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 410 nodes (30%), 0 µs (0%); WebGpuExecutionProvider: 967 nodes (70%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebGpuExecutionProvider, with the reason; unet_spatio_temporal_condition on webgpu with browser: runs failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:04:53Z): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 410 nodes (30%), 0 µs (0%); WebGpuExecutionProvider: 967 nodes (70%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -276,7 +296,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "unet_spatio_temporal_condition on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:03:47Z): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 410 nodes (30%), 0 µs (0%); WebGpuExecutionProvider: 967 nodes (70%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebGpuExecutionProvider, with the reason; unet_spatio_temporal_condition on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:04:34Z): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 410 nodes (30%), 0 µs (0%); WebGpuExecutionProvider: 967 nodes (70%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebGpuExecutionProvider, with the reason; unet_spatio_temporal_condition on webgpu with browser: runs failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:04:53Z): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 410 nodes (30%), 0 µs (0%); WebGpuExecutionProvider: 967 nodes (70%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -285,7 +309,11 @@ pub static WEBGPU_BROWSER: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "unet_spatio_temporal_condition on webgpu with browser: dynamic_shapes failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:03:47Z): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 410 nodes (30%), 0 µs (0%); WebGpuExecutionProvider: 967 nodes (70%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebGpuExecutionProvider, with the reason; unet_spatio_temporal_condition on webgpu with browser: matches_reference failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:04:34Z): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 410 nodes (30%), 0 µs (0%); WebGpuExecutionProvider: 967 nodes (70%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebGpuExecutionProvider, with the reason; unet_spatio_temporal_condition on webgpu with browser: runs failed: the engine or its provider (evidence: run diffusion-web-20261128T203349Z on vm, 2026-11-28T21:04:53Z): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 410 nodes (30%), 0 µs (0%); WebGpuExecutionProvider: 967 nodes (70%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/unet_spatio_temporal_condition.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -296,7 +296,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::NotTested {
-            reason: "not tested here: dots3_note_text on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:53:36Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:54:36Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:54:38Z): opening the model took longer than its limit of 60 s",
+            reason: "not tested here: dots3_note_text on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run moe-web-20261128T211339Z on vm, 2026-11-28T21:23:08Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run moe-web-20261128T211339Z on vm, 2026-11-28T21:23:15Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: runs failed: the environment here (not tested here) (evidence: run moe-web-20261128T211339Z on vm, 2026-11-28T21:24:09Z): opening the model took longer than its limit of 60 s",
             stage: runtime::Stage::Run,
         },
     )
@@ -305,7 +305,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: dots3_note_text on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:53:36Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:54:36Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:54:38Z): opening the model took longer than its limit of 60 s",
+                    reason: "not tested here: dots3_note_text on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run moe-web-20261128T211339Z on vm, 2026-11-28T21:23:08Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run moe-web-20261128T211339Z on vm, 2026-11-28T21:23:15Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: runs failed: the environment here (not tested here) (evidence: run moe-web-20261128T211339Z on vm, 2026-11-28T21:24:09Z): opening the model took longer than its limit of 60 s",
                     stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
@@ -317,7 +317,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: dots3_note_text on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:53:36Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:54:36Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: runs failed: the environment here (not tested here) (evidence: run 1795827216-1400 on vm, 2026-11-28T00:54:38Z): opening the model took longer than its limit of 60 s",
+                    reason: "not tested here: dots3_note_text on webnn with browser: dynamic_shapes failed: the environment here (not tested here) (evidence: run moe-web-20261128T211339Z on vm, 2026-11-28T21:23:08Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: matches_reference failed: the environment here (not tested here) (evidence: run moe-web-20261128T211339Z on vm, 2026-11-28T21:23:15Z): opening the model took longer than its limit of 60 s; dots3_note_text on webnn with browser: runs failed: the environment here (not tested here) (evidence: run moe-web-20261128T211339Z on vm, 2026-11-28T21:24:09Z): opening the model took longer than its limit of 60 s",
                     stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
