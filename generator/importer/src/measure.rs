@@ -149,6 +149,10 @@ pub struct Options<'a> {
     pub slice: Option<(u32, u32)>,
     /// The test binary's cargo features, where not the platform's and its engines'.
     pub features: Option<String>,
+    /// OpenVINO's venv Python, which makes NNCF's weight formats: before openvino's
+    /// OpenVINO-runtime cells run, the formats their nncf checks read are made for the
+    /// models selected where missing (`gen fixtures --no-nncf` leaves them out).
+    pub nncf_python: Option<&'a Path>,
 }
 
 /// `K/N` with K < N.
@@ -459,6 +463,12 @@ fn run_cells(
         }
         features.join(",")
     });
+    if let Some(nncf_python) = options
+        .nncf_python
+        .filter(|_| platform == Platform::Openvino)
+    {
+        make_nncf_formats(specs, selected, nncf_python, err)?;
+    }
     let filter = |m: &LoadedModel, e: EngineKind| {
         format!(
             "{}::{}::{platform}::{}::",
@@ -498,6 +508,54 @@ fn run_cells(
         measured.1.extend(records);
     }
     Ok(measured)
+}
+
+/// NNCF's formats of the models whose OpenVINO-runtime cells are selected, made where
+/// missing or stale (their exports are cached: only the formats are made), so that a
+/// run which exported without them (`gen fixtures --no-nncf`, as tests/run.sh does)
+/// measures their nncf checks, not a missing file. A model whose formats NNCF fails
+/// to make is left to its checks, which say so.
+fn make_nncf_formats(
+    specs: &Specs,
+    selected: &Selected,
+    nncf_python: &Path,
+    err: &mut dyn Write,
+) -> Result<(), String> {
+    let models: Vec<String> = selected
+        .cells
+        .iter()
+        .filter(|(_, engine)| *engine == EngineKind::Openvino)
+        .map(|(m, _)| m.spec.model_type.clone())
+        .collect();
+    if models.is_empty() {
+        return Ok(());
+    }
+    let selection = Selection {
+        models,
+        categories: vec![],
+        platforms: vec![Platform::Openvino],
+    };
+    let plan = plan::plan(specs, &selection).map_err(|e| format!("error: {e}"))?;
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let summary = crate::fixtures::build(
+        &plan,
+        &hwmatrix_cell::paths::fixtures_dir(),
+        &hwmatrix_cell::paths::python(),
+        workers,
+        &crate::fixtures::Source::TinyRandom,
+        false,
+        Some(nncf_python),
+        err,
+    )?;
+    let failed = summary
+        .failed
+        .iter()
+        .chain(summary.nncf.iter().flat_map(|n| &n.failed));
+    for (fixture, why) in failed {
+        let first = why.lines().next().unwrap_or_default();
+        let _ = writeln!(err, "warning: {fixture}'s fixture or NNCF formats: {first}");
+    }
+    Ok(())
 }
 
 /// One cell's records, with its plan: what it means for the store's entries.

@@ -68,7 +68,7 @@ pub fn run(
             std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?,
         ),
     };
-    let openvino_python = hwmatrix_platforms::openvino::runtime_venv().join("bin/python");
+    let openvino_python = hwmatrix_platforms::openvino::runtime_python();
     let nncf_python =
         (!args.no_nncf && openvino_python.exists()).then_some(openvino_python.as_path());
     let summary = fixtures::build(

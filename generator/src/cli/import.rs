@@ -113,11 +113,13 @@ fn measure_platforms(
     err: &mut dyn Write,
 ) -> Result<i32, String> {
     let specs = cx.specs()?;
+    let nncf_python = hwmatrix_platforms::openvino::runtime_python();
     let options = measure::Options {
         records: args.records.as_deref(),
         verify: args.verify,
         slice: args.slice,
         features: args.features.clone(),
+        nncf_python: Some(nncf_python.as_path()).filter(|p| p.exists()),
     };
     let mut code = 0;
     for platform in &cx.select.platform {

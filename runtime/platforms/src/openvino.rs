@@ -40,6 +40,12 @@ pub fn runtime_venv() -> PathBuf {
     hwmatrix_cell::paths::cache_dir().join("venv-openvino-runtime")
 }
 
+/// The Python of OpenVINO's runtime venv, which makes NNCF's weight formats of the
+/// fixtures (generator/importer/exporter/nncf_variants.py).
+pub fn runtime_python() -> PathBuf {
+    runtime_venv().join("bin/python")
+}
+
 /// OpenVINO's C library (`openvino/libs/libopenvino_c.so.<version>` in the
 /// wheel), which the runtime engine loads; `OPENVINO_C_LIBRARY` names another.
 pub fn runtime_library() -> Result<PathBuf, String> {
