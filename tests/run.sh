@@ -12,11 +12,12 @@
 #      (gen import --check); from the start of 2 until the tests run, the fixtures (ONNX, its
 #      precision variants, PyTorch references), cached by spec and exporter, built by one Python
 #      worker per core beside the checks and cargo's builds of every test binary the run uses,
-#      then NNCF's int8 and int4 IR of each (OpenVINO's venv), for OpenVINO's runtime
+#      (NNCF's int8 and int4 IR only where checked: the high-priority models', the slice's)
 #   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
 #      with both engines (ONNX Runtime, and libtorch through tch, linked from the
-#      venv's torch); then the openvino cells, in a test process of their own, beside the
-#      qnn cells on Qualcomm's HTP emulator
+#      venv's torch); then both openvino engines' cells, in test processes of their own,
+#      beside the qnn cells on Qualcomm's HTP emulator (a quarter of the text, vision and
+#      audio architectures a run, by the commit, and the high-priority ones)
 #   5. webgpu's quantization checks of every model (wgpu's WGSL kernels on Mesa's
 #      lavapipe, five schemes each), the web cells of the high-priority models
 #      (webnn and webgpu in headless Chromium, and webgpu natively through ONNX
@@ -81,6 +82,12 @@ join_background() {
 # gen is built while the set-up downloads and unpacks (a cold set-up mostly
 # waits on the network and the disk): the set-up's exports first, then the build.
 source tests/setup.sh exports
+# A target folder this run finds empty (a cold cache) is built without rustc's incremental
+# caches: a first build reuses nothing from them and pays for writing them (gigabytes for the
+# generated crate's feature sets, beside the fixture export on the same two cores). A later
+# run, whose target folder exists, builds incrementally (once from scratch: the setting is
+# part of cargo's fingerprint of the workspace's crates).
+[[ -d "$CARGO_TARGET_DIR/debug" ]] || export CARGO_INCREMENTAL=0
 in_background "gen's build" cargo build --locked -p generator --bin gen
 # The set-up (venvs, web pieces, nextest; exports CARGO_TARGET_DIR and the venv).
 source tests/setup.sh exporter plugins openvino web tools checkpoints
@@ -93,8 +100,11 @@ gen="$CARGO_TARGET_DIR/debug/gen"
 # the checks and the builds of every test binary this run uses: neither needs
 # the other until the tests run, and much of a cold build leaves a core idle
 # (one crate's front end, the links), as do the single-threaded checks.
+# NNCF's weight formats are made later, for the models whose nncf checks this run
+# runs (the high-priority models; the store's re-verification makes its slice's):
+# all of them took 7.5 minutes of a cold run's two cores, for a few dozen checks.
 step "fixtures ($cache/fixtures), exported beside the checks and the builds below"
-in_background "the fixtures" "$gen" fixtures
+in_background "the fixtures" "$gen" fixtures --no-nncf
 # Every test binary the run uses, one cargo after the other (cargo builds one
 # at a time in a target folder anyway). Each feature set compiles the generated
 # crate once (its cells exist only with their platform's feature), so there are
@@ -156,59 +166,77 @@ join_background "the fixtures"
 step "cargo test --workspace (cpu cells run for real; target $CARGO_TARGET_DIR)"
 cargo test --locked --workspace --features generated/torch 2>&1 | tee -a "$log"
 
-# One ONNX Runtime build per process: the openvino cells run in a test
-# process of their own, with OpenVINO's build (cpu cells are not selected).
-# One test thread: with two, OpenVINO sessions built side by side have
-# corrupted the heap of the test process (SIGSEGV, "malloc(): unsorted double
-# linked list corrupted") after about 800 cells, at a different cell each time;
-# every cell passes when run alone or in smaller sets. Beside it, the qnn cells.
-# OpenVINO's own runtime (openvino::ov) runs later, in a process of its own: the provider
-# build bundles another OpenVINO, and a process loads one.
-step "the openvino cells of ONNX Runtime's OpenVINO provider (OpenVINO's CPU device, provider verified from the session profile), beside the qnn cells"
-HWMATRIX_BESIDE="the qnn cells' test process (tests/run.sh), on the same 2 cores" \
-  in_background "the openvino cells" cargo test --locked -p generated --features qnn,openvino ::openvino::onnx:: -- --test-threads=1
-
-# Qualcomm's HTP: onnxruntime-qnn's plugin with its x86-64 HTP emulator, strict
-# (no CPU fallback), one static-shape graph per input shape; each check in a
-# process of its own (the emulator has crashed its process). Every text,
-# vision and audio architecture, the categories `gen import --platform qnn`
-# has measured (the other categories' cells have no qnn evidence yet: docs/platforms.md).
-step "the qnn cells of every text, vision and audio architecture (Qualcomm's HTP emulator, provider verified from the session profile)"
-qnn_filters=()
-for module_dir in generated/src/{text_encoders,text_decoders,encoder_decoders,vision,audio}/*/; do
-  # category::module::qnn:: (the test path gen wrote; a module's folder is its name)
-  qnn_filters+=("$(basename "$(dirname "$module_dir")")::$(basename "$module_dir")::qnn::")
-done
-HWMATRIX_BESIDE="the openvino cells' test process (tests/run.sh), on the same 2 cores" \
-  cargo test --locked -p generated --features qnn,openvino -- "${qnn_filters[@]}" 2>&1 | tee -a "$log"
-join_background "the openvino cells"
+# The commit count (a shallow clone has no count: its commit hash stands in), which picks the
+# slices of the steps below that cover a set over several runs.
+if [[ "$(git rev-parse --is-shallow-repository 2>/dev/null)" == false ]]; then
+  commit=$(git rev-list --count HEAD)
+else
+  commit=$(( 16#$(git rev-parse --short=8 HEAD 2>/dev/null || echo 0) ))
+fi
 
 # The seeds' 13 high-priority models' test modules, for the steps below that run only theirs
 # (NNCF's formats, the web cells): filters_of CELL prints `::<module>::CELL` for each.
-high_priority=()
+high_priority=() high_priority_models=()
 for spec in $(grep -l '^priority: high' -r model-specs/models | sort); do
   # The model's test module is the folder gen wrote it to (gen's naming rule, not redone here).
   model_type=$(sed -n 's/^model_type: *//p' "$spec")
   module_rs=$(grep -l "^    model_type: \"$model_type\",\$" generated/src/*/*/mod.rs)
   high_priority+=("$(basename "$(dirname "$module_rs")")")
+  high_priority_models+=(--model "$model_type")
 done
 filters_of() { local module; for module in "${high_priority[@]}"; do printf '::%s::%s\n' "$module" "$1"; done; }
 
-# OpenVINO's own runtime (the openvino platform's second engine: PyPI's openvino, its
-# compiled model's EXECUTION_DEVICES verified), beside the steps below, which mostly leave a
-# core idle (a browser, the single-threaded HTP emulator). ONNX Runtime's CPU provider times
-# each model's matches_reference again in this process, next to OpenVINO's runtime and under
-# the same conditions (one test thread), for the report's ratio of the two. NNCF's int8 and
-# int4 weight formats (`gen fixtures` made them) of the high-priority models only: the others'
-# failures are re-measured by the evidence store's slices below, and `gen import --platform
-# openvino` measures them all (all of them here took 10 minutes of the run's two cores).
-ov_runtime_cells() {
+# One ONNX Runtime build per process: the openvino cells run in a test
+# process of their own, with OpenVINO's build (cpu cells are not selected).
+# One test thread: with two, OpenVINO sessions built side by side have
+# corrupted the heap of the test process (SIGSEGV, "malloc(): unsorted double
+# linked list corrupted") after about 800 cells, at a different cell each time;
+# every cell passes when run alone or in smaller sets.
+# Then OpenVINO's own runtime (the openvino platform's second engine: PyPI's openvino, its
+# compiled model's EXECUTION_DEVICES verified), in a process of its own: the provider build
+# bundles another OpenVINO, and a process loads one. ONNX Runtime's CPU provider times each
+# model's matches_reference again in that process, next to OpenVINO's runtime and under the
+# same conditions (one test thread), for the report's ratio of the two. NNCF's int8 and int4
+# weight formats of the high-priority models only (made here): the others' failures are
+# re-measured by the evidence store's slices below (which make their formats), and `gen
+# import --platform openvino` measures them all (all of them here took 10 minutes of the
+# run's two cores).
+# Both engines one after the other beside the qnn cells and the steps after them, which
+# mostly leave a core idle (the single-threaded HTP emulator, a browser): the runtime's
+# cells start as soon as the provider's end, whatever the steps beside them are doing.
+openvino_cells() {
+  HWMATRIX_BESIDE="the qnn cells' test process (tests/run.sh), on the same 2 cores" \
+    cargo test --locked -p generated --features qnn,openvino ::openvino::onnx:: -- --test-threads=1
+  export HWMATRIX_BESIDE="the qnn cells, the web cells or the evidence store's re-verification (tests/run.sh), on the same 2 cores"
   cargo test --locked -p generated --features qnn,openvino -- --test-threads=1 ::openvino::ov:: ::cpu::onnx::matches_reference --skip ::openvino::ov::nncf_
+  # Their NNCF formats (the export above left them out); the exports are cached.
+  "$gen" fixtures "${high_priority_models[@]}"
   mapfile -t nncf_filters < <(filters_of openvino::ov::nncf_)
   cargo test --locked -p generated --features qnn,openvino -- --test-threads=1 "${nncf_filters[@]}"
 }
-HWMATRIX_BESIDE="the web cells and the evidence store's re-verification (tests/run.sh), on the same 2 cores" \
-  in_background "OpenVINO's runtime cells" ov_runtime_cells
+step "the openvino cells: ONNX Runtime's OpenVINO provider, then OpenVINO's runtime (the CPU device; provider verified from the session profile, runtime from the compiled model), beside the steps below"
+in_background "the openvino cells" openvino_cells
+
+# Qualcomm's HTP: onnxruntime-qnn's plugin with its x86-64 HTP emulator, strict
+# (no CPU fallback), one static-shape graph per input shape; each check in a
+# process of its own (the emulator has crashed its process), one at a time: 905
+# checks took 11 minutes of the run. The text, vision and audio architectures, the
+# categories `gen import --platform qnn` has measured (the other categories' cells have
+# no qnn evidence yet: docs/platforms.md), a quarter of them a run by the commit count
+# (four commits in a row run them all; the store's failures are re-verified below), and
+# the high-priority ones among them every run.
+qnn_quarter=$((commit % 4))
+step "the qnn cells of quarter $qnn_quarter/4 of the text, vision and audio architectures and of their high-priority models (Qualcomm's HTP emulator, provider verified from the session profile)"
+qnn_filters=() n=0
+for module_dir in generated/src/{text_encoders,text_decoders,encoder_decoders,vision,audio}/*/; do
+  # category::module::qnn:: (the test path gen wrote; a module's folder is its name)
+  module=$(basename "$module_dir")
+  if (( n++ % 4 == qnn_quarter )) || [[ " ${high_priority[*]} " == *" $module "* ]]; then
+    qnn_filters+=("$(basename "$(dirname "$module_dir")")::$module::qnn::")
+  fi
+done
+HWMATRIX_BESIDE="the openvino cells' test process (tests/run.sh), on the same 2 cores" \
+  cargo test --locked -p generated --features qnn,openvino -- "${qnn_filters[@]}" 2>&1 | tee -a "$log"
 
 # The web cells in a real headless Chromium (onnxruntime-web), for the seeds'
 # 13 high-priority models. WebGPU here is SwiftShader, Chromium's software
@@ -248,11 +276,6 @@ cargo test --locked -p generated --features webgpu,webnn -- "${native_filters[@]
 # thirty-two those of the browser's webgpu and webnn, whose cells take longest
 # (SwiftShader, WebNN's CPU backend), so that the re-verification stays a few minutes of
 # the run. Each platform runs in the test binary already built for it (--features).
-if [[ "$(git rev-parse --is-shallow-repository 2>/dev/null)" == false ]]; then
-  commit=$(git rev-list --count HEAD)
-else
-  commit=$(( 16#$(git rev-parse --short=8 HEAD 2>/dev/null || echo 0) ))
-fi
 native="$((commit % 16))/16" web="$((commit % 32))/32"
 step "the evidence store re-verified: slice $native (by the commit) on cpu, openvino and qnn, $web on webgpu and webnn"
 "$gen" import --platform cpu --verify --slice "$native" --features torch 2>&1 | tee -a "$log"
@@ -276,7 +299,7 @@ cargo run --quiet --locked -p generator --bin gen -- bench --model bert --platfo
 # database, which keeps the history of earlier runs; then the report of this
 # run, and proof that each passed cell names records the database holds.
 join_background "the memory figures (gen memory --all)"
-join_background "OpenVINO's runtime cells"
+join_background "the openvino cells"
 step "the report: this run's records into results/hwmatrix.sqlite, gen report (Markdown, HTML, JSON) in results/report/"
 cargo run --quiet --locked -p generator --bin gen -- results import
 cargo run --quiet --locked -p generator --bin gen -- report --run "$HWMATRIX_RUN_ID" --format markdown --format html --format json --out results/report
