@@ -64,17 +64,17 @@ pub static MPS_ONNX: runtime::Engine = runtime::Engine::OnnxRuntime {
 pub static MPS_TORCH: runtime::Engine = runtime::Engine::Libtorch {
     device: "mps",
 };
-/// OpenVINO: engines onnxruntime, OpenVINOExecutionProvider (device_type=CPU); OpenVINO runtime, device CPU.
+/// OpenVINO: engines onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1); OpenVINO runtime, device CPU.
 pub static OPENVINO: runtime::PlatformDecl = runtime::PlatformDecl {
     platform: runtime::Platform::Openvino,
     feature: "openvino",
     requires: "the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime)",
     checks_in_own_process: None,
 };
-/// OpenVINO's onnxruntime engine: onnxruntime, OpenVINOExecutionProvider (device_type=CPU).
+/// OpenVINO's onnxruntime engine: onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1).
 pub static OPENVINO_ONNX: runtime::Engine = runtime::Engine::OnnxRuntime {
     provider: runtime::ExecutionProvider::OpenVino,
-    options: &[("device_type", "CPU")],
+    options: &[("device_type", "CPU"), ("num_of_threads", "1"), ("num_streams", "1")],
 };
 /// OpenVINO's openvino engine: OpenVINO runtime, device CPU.
 pub static OPENVINO_OV: runtime::Engine = runtime::Engine::OpenVino {

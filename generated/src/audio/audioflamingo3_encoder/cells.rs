@@ -126,13 +126,13 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// audioflamingo3_encoder on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// audioflamingo3_encoder on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "audioflamingo3_encoder on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:23:31Z): output last_hidden_state: 254 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 2.639e-1; worst at flat index 259: got -0.19843345880508423, expected -0.46237707138061523)",
+            reason: "audioflamingo3_encoder on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:43Z): output last_hidden_state: 254 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 2.639e-1; worst at flat index 259: got -0.19843345880508423, expected -0.46237707138061523)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "audioflamingo3_encoder on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:23:31Z): output last_hidden_state: 254 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 2.639e-1; worst at flat index 259: got -0.19843345880508423, expected -0.46237707138061523)",
+                    reason: "audioflamingo3_encoder on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:43Z): output last_hidden_state: 254 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 2.639e-1; worst at flat index 259: got -0.19843345880508423, expected -0.46237707138061523)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

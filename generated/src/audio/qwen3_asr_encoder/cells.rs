@@ -142,15 +142,15 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// qwen3_asr_encoder on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// qwen3_asr_encoder on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "qwen3_asr_encoder on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T02:59:29Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/node.cpp:792:\n[CPU] VariadicSplit node with name '/model/layers.0/self_attn/Split' Check 'sum_of_splits == static_cast<int64_t>(data_shape[axis].get_length())' failed at src/core/shape_inference/include/variadic_split_shape_inference.hpp:83:\nWhile validating node 'opset1::VariadicSplit /model/layers.0/self_attn/Split (opset1::Reshape /model/layers.0/self_attn/Unsqueeze_3[0]:f32[1,4,?,8], opset1::Constant Constant_372[0]:i32[], opset1::Constant onnx::Split_267[0]:i32[1]) -> (f32[1,4,13,8])' with friendly_name '/model/layers.0/self_attn/Split':\nTotal length of splits: 13 must match the length of the chosen axis: 44\n\n\n\n",
+            reason: "qwen3_asr_encoder on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:28:15Z): output last_hidden_state has shape [0, 32], expected [44, 32] (last_hidden_state_0=44, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 32] differs from the reference [44, 32]",
             basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Run),
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .with_precision_checks(
@@ -158,9 +158,9 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen3_asr_encoder on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T02:59:29Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/node.cpp:792:\n[CPU] VariadicSplit node with name '/model/layers.0/self_attn/Split' Check 'sum_of_splits == static_cast<int64_t>(data_shape[axis].get_length())' failed at src/core/shape_inference/include/variadic_split_shape_inference.hpp:83:\nWhile validating node 'opset1::VariadicSplit /model/layers.0/self_attn/Split (opset1::Reshape /model/layers.0/self_attn/Unsqueeze_3[0]:f32[1,4,?,8], opset1::Constant Constant_372[0]:i32[], opset1::Constant onnx::Split_267[0]:i32[1]) -> (f32[1,4,13,8])' with friendly_name '/model/layers.0/self_attn/Split':\nTotal length of splits: 13 must match the length of the chosen axis: 44\n\n\n\n",
+                    reason: "qwen3_asr_encoder on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:28:15Z): output last_hidden_state has shape [0, 32], expected [44, 32] (last_hidden_state_0=44, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 32] differs from the reference [44, 32]",
                     basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

@@ -126,13 +126,13 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// auraflow_transformer_2d on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// auraflow_transformer_2d on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "auraflow_transformer_2d on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:39Z): output sample: 258 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.984e-4; worst at flat index 482: got 0.06297822296619415, expected 0.06247980520129204); auraflow_transformer_2d on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:40Z): output sample: 133 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 3.349e-4; worst at flat index 703: got -0.0010669372277334332, expected -0.0007565681589767337)",
+            reason: "auraflow_transformer_2d on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:44Z): output sample: 258 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.984e-4; worst at flat index 482: got 0.06297822296619415, expected 0.06247980520129204); auraflow_transformer_2d on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:44Z): output sample: 133 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 3.349e-4; worst at flat index 703: got -0.0010669372277334332, expected -0.0007565681589767337)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "auraflow_transformer_2d on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:39Z): output sample: 258 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.984e-4; worst at flat index 482: got 0.06297822296619415, expected 0.06247980520129204); auraflow_transformer_2d on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:24:40Z): output sample: 133 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 3.349e-4; worst at flat index 703: got -0.0010669372277334332, expected -0.0007565681589767337)",
+                    reason: "auraflow_transformer_2d on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:44Z): output sample: 258 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.984e-4; worst at flat index 482: got 0.06297822296619415, expected 0.06247980520129204); auraflow_transformer_2d on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:44Z): output sample: 133 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 3.349e-4; worst at flat index 703: got -0.0010669372277334332, expected -0.0007565681589767337)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -142,13 +142,13 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// autoencoder_kl_hunyuanvideo15 on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// autoencoder_kl_hunyuanvideo15 on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "autoencoder_kl_hunyuanvideo15 on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T02:59:37Z): output sample_output has a non-finite value at flat index 0; also out-of-tolerance: output sample_output: 6912 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.21296583116054535)",
+            reason: "autoencoder_kl_hunyuanvideo15 on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:45Z): output sample_output has a non-finite value at flat index 0; also out-of-tolerance: output sample_output: 6912 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.21296583116054535)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -158,7 +158,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T02:59:37Z): output sample_output has a non-finite value at flat index 0; also out-of-tolerance: output sample_output: 6912 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.21296583116054535)",
+                    reason: "autoencoder_kl_hunyuanvideo15 on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:45Z): output sample_output has a non-finite value at flat index 0; also out-of-tolerance: output sample_output: 6912 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.21296583116054535)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

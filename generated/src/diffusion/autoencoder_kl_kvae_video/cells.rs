@@ -182,7 +182,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Export),
     },
 );
-/// autoencoder_kl_kvae_video on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// autoencoder_kl_kvae_video on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,

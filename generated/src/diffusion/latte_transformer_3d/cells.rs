@@ -126,13 +126,13 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// latte_transformer_3d on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// latte_transformer_3d on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "latte_transformer_3d on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:26Z): output sample: 1022 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 1.601e0; worst at flat index 439: got 1.4047484397888184, expected -0.19617241621017456); latte_transformer_3d on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:28Z): output sample: 512 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.521e0; worst at flat index 495: got 0.40833780169487, expected -1.1124861240386963)",
+            reason: "latte_transformer_3d on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:46Z): output sample: 1022 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 1.601e0; worst at flat index 439: got 1.4047484397888184, expected -0.19617241621017456); latte_transformer_3d on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:46Z): output sample: 512 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.521e0; worst at flat index 495: got 0.40833780169487, expected -1.1124861240386963)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "latte_transformer_3d on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:26Z): output sample: 1022 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 1.601e0; worst at flat index 439: got 1.4047484397888184, expected -0.19617241621017456); latte_transformer_3d on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:28Z): output sample: 512 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.521e0; worst at flat index 495: got 0.40833780169487, expected -1.1124861240386963)",
+                    reason: "latte_transformer_3d on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:46Z): output sample: 1022 of 1024 elements outside abs 0.0001 + rel 0.001 (max abs error 1.601e0; worst at flat index 439: got 1.4047484397888184, expected -0.19617241621017456); latte_transformer_3d on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:46Z): output sample: 512 of 512 elements outside abs 0.0001 + rel 0.001 (max abs error 1.521e0; worst at flat index 495: got 0.40833780169487, expected -1.1124861240386963)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -142,13 +142,13 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// transformer_chroma on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// transformer_chroma on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_chroma on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T02:59:54Z): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2'; transformer_chroma on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795834764-13240 on vm, 2026-11-28T02:59:55Z): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2'; transformer_chroma on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795834764-13240 on vm, 2026-11-28T02:59:55Z): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2'",
+            reason: "transformer_chroma on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:28:27Z): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2'; transformer_chroma on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:28:27Z): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2'; transformer_chroma on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:28:27Z): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2'",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -158,7 +158,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_chroma on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T02:59:54Z): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2'; transformer_chroma on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795834764-13240 on vm, 2026-11-28T02:59:55Z): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2'; transformer_chroma on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795834764-13240 on vm, 2026-11-28T02:59:55Z): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2'",
+                    reason: "transformer_chroma on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:28:27Z): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2'; transformer_chroma on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:28:27Z): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2'; transformer_chroma on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:28:27Z): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2'",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

@@ -130,13 +130,13 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// transformer_flux on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// transformer_flux on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_flux on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:41Z): cannot load <fixtures>/transformer_flux/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'; transformer_flux on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:42Z): cannot load <fixtures>/transformer_flux/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'; transformer_flux on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:42Z): cannot load <fixtures>/transformer_flux/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'",
+            reason: "transformer_flux on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:28:31Z): cannot load <fixtures>/transformer_flux/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'; transformer_flux on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:28:32Z): cannot load <fixtures>/transformer_flux/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'; transformer_flux on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:28:32Z): cannot load <fixtures>/transformer_flux/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -146,7 +146,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_flux on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:41Z): cannot load <fixtures>/transformer_flux/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'; transformer_flux on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:42Z): cannot load <fixtures>/transformer_flux/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'; transformer_flux on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:26:42Z): cannot load <fixtures>/transformer_flux/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'",
+                    reason: "transformer_flux on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:28:31Z): cannot load <fixtures>/transformer_flux/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'; transformer_flux on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:28:32Z): cannot load <fixtures>/transformer_flux/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'; transformer_flux on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:28:32Z): cannot load <fixtures>/transformer_flux/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_1'",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

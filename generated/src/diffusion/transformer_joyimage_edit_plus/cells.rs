@@ -138,15 +138,15 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// transformer_joyimage_edit_plus on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// transformer_joyimage_edit_plus on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "transformer_joyimage_edit_plus on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T03:00:02Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/node.cpp:792:\n[CPU] Reshape node with name 'node_view' Check 'minusOneCount <= 1 && inputProduct == outputProduct' failed at src/plugins/intel_cpu/src/shape_inference/custom/reshape.cpp:77:\n[cpu]reshape: the shape of input data (2.192) conflicts with the reshape pattern (1.6.32)\n\n\n\n",
+            reason: "transformer_joyimage_edit_plus on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:28:41Z): output sample has shape [1, 2, 16, 1, 2, 2], expected [2, 2, 16, 1, 2, 2] (batch=2, sample_1=2, sample_2=16, sample_3=1, sample_4=2, sample_5=2); also output-mismatch: output sample: shape [1, 2, 16, 1, 2, 2] differs from the reference [2, 2, 16, 1, 2, 2]",
             basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Run),
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .with_precision_checks(
@@ -154,9 +154,9 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_joyimage_edit_plus on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T03:00:02Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/node.cpp:792:\n[CPU] Reshape node with name 'node_view' Check 'minusOneCount <= 1 && inputProduct == outputProduct' failed at src/plugins/intel_cpu/src/shape_inference/custom/reshape.cpp:77:\n[cpu]reshape: the shape of input data (2.192) conflicts with the reshape pattern (1.6.32)\n\n\n\n",
+                    reason: "transformer_joyimage_edit_plus on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:28:41Z): output sample has shape [1, 2, 16, 1, 2, 2], expected [2, 2, 16, 1, 2, 2] (batch=2, sample_1=2, sample_2=16, sample_3=1, sample_4=2, sample_5=2); also output-mismatch: output sample: shape [1, 2, 16, 1, 2, 2] differs from the reference [2, 2, 16, 1, 2, 2]",
                     basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

@@ -168,7 +168,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
         stage: runtime::Stage::Reference,
     },
 );
-/// transformer_omnigen on openvino: not-tested (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// transformer_omnigen on openvino: not-tested (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,

@@ -129,13 +129,13 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// glm_image on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// glm_image on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "glm_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:05:29Z): component vision: output last_hidden_state: 2 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.141e-4; worst at flat index 12: got -0.07613404840230942, expected -0.07634816318750381); output pooler_output: 2 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.141e-4; worst at flat index 12: got -0.07613404840230942, expected -0.07634816318750381)",
+            reason: "glm_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:46Z): component vision: output last_hidden_state: 2 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.188e-4; worst at flat index 12: got -0.07612933218479156, expected -0.07634816318750381); output pooler_output: 2 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.188e-4; worst at flat index 12: got -0.07612933218479156, expected -0.07634816318750381)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -145,7 +145,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "glm_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795813528-10406 on vm, 2026-11-27T21:05:29Z): component vision: output last_hidden_state: 2 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.141e-4; worst at flat index 12: got -0.07613404840230942, expected -0.07634816318750381); output pooler_output: 2 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.141e-4; worst at flat index 12: got -0.07613404840230942, expected -0.07634816318750381)",
+                    reason: "glm_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:46Z): component vision: output last_hidden_state: 2 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.188e-4; worst at flat index 12: got -0.07612933218479156, expected -0.07634816318750381); output pooler_output: 2 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.188e-4; worst at flat index 12: got -0.07612933218479156, expected -0.07634816318750381)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -126,13 +126,13 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// seamless_m4t_v2 on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// seamless_m4t_v2 on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "seamless_m4t_v2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:30:16Z): output encoder_last_hidden_state: 134 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 8.450e-3; worst at flat index 229: got -0.8982607126235962, expected -0.9067105650901794); seamless_m4t_v2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:30:24Z): output encoder_last_hidden_state: 48 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 7.097e-3; worst at flat index 73: got 0.5469607710838318, expected 0.5411098599433899)",
+            reason: "seamless_m4t_v2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:47Z): output encoder_last_hidden_state: 134 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 8.450e-3; worst at flat index 229: got -0.8982607126235962, expected -0.9067105650901794); seamless_m4t_v2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:47Z): output encoder_last_hidden_state: 48 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 7.097e-3; worst at flat index 73: got 0.5469607710838318, expected 0.5411098599433899)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "seamless_m4t_v2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:30:16Z): output encoder_last_hidden_state: 134 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 8.450e-3; worst at flat index 229: got -0.8982607126235962, expected -0.9067105650901794); seamless_m4t_v2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:30:24Z): output encoder_last_hidden_state: 48 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 7.097e-3; worst at flat index 73: got 0.5469607710838318, expected 0.5411098599433899)",
+                    reason: "seamless_m4t_v2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:47Z): output encoder_last_hidden_state: 134 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 8.450e-3; worst at flat index 229: got -0.8982607126235962, expected -0.9067105650901794); seamless_m4t_v2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:47Z): output encoder_last_hidden_state: 48 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 7.097e-3; worst at flat index 73: got 0.5469607710838318, expected 0.5411098599433899)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -158,13 +158,13 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// afmoe on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// afmoe on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "afmoe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795827791-5269 on vm, 2026-11-28T01:03:27Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU) (its last lines: none); afmoe on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795827791-5269 on vm, 2026-11-28T01:03:28Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU) (its last lines: none); afmoe on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795827791-5269 on vm, 2026-11-28T01:03:28Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU) (its last lines: none)",
+            reason: "afmoe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:07Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1) (its last lines: none); afmoe on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:07Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1) (its last lines: none); afmoe on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:07Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1) (its last lines: none)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Run),
         },
@@ -174,7 +174,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "afmoe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795827791-5269 on vm, 2026-11-28T01:03:27Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU) (its last lines: none); afmoe on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795827791-5269 on vm, 2026-11-28T01:03:28Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU) (its last lines: none); afmoe on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795827791-5269 on vm, 2026-11-28T01:03:28Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU) (its last lines: none)",
+                    reason: "afmoe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:07Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1) (its last lines: none); afmoe on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:07Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1) (its last lines: none); afmoe on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:07Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1) (its last lines: none)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },
@@ -195,7 +195,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         },
     )
     .in_own_process(
-        "its dynamic_shapes check crashed the process (2026-11-28, run 1795827791-5269)",
+        "its dynamic_shapes check crashed the process (2026-11-29, run remeasure-openvino-threads-20261129T0605Z)",
     );
 /// afmoe on openvino: run (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: runtime::Cell = runtime::Cell::new(

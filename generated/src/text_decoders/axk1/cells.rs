@@ -130,7 +130,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// axk1 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// axk1 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
@@ -142,7 +142,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "axk1 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:31:30Z): output last_hidden_state: cosine similarity 0.5998 in its worst row (of 8; mean 0.9497), below 0.98; relative L2 error 0.3171, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/axk1.yaml) (max abs error 2.357e0; worst at flat index 90: got 1.0870298147201538, expected -1.2696436643600464)",
+                    reason: "axk1 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:48Z): output last_hidden_state: cosine similarity 0.5998 in its worst row (of 8; mean 0.9497), below 0.98; relative L2 error 0.3171, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/axk1.yaml) (max abs error 2.357e0; worst at flat index 90: got 1.0870298147201538, expected -1.2696436643600464)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -154,13 +154,13 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// bailing_hybrid on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// bailing_hybrid on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "bailing_hybrid on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:31:36Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.; bailing_hybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:31:43Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.; bailing_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:31:47Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
+            reason: "bailing_hybrid on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:09Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.; bailing_hybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:11Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.; bailing_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:13Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -170,7 +170,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "bailing_hybrid on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:31:36Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.; bailing_hybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:31:43Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.; bailing_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:31:47Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    reason: "bailing_hybrid on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:09Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.; bailing_hybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:11Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.; bailing_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:13Z): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

@@ -162,7 +162,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// hy_v4 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// hy_v4 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
@@ -174,7 +174,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "hy_v4 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795800746-21255 on vm, 2026-11-27T17:32:36Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)",
+                    reason: "hy_v4 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:21Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Export),
                 },

@@ -154,13 +154,13 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// kimi_linear on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// kimi_linear on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "kimi_linear on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:32:14Z): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model. Error: the graph is not acyclic.; kimi_linear on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:32:28Z): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model. Error: the graph is not acyclic.; kimi_linear on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:32:35Z): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
+            reason: "kimi_linear on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:25Z): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model. Error: the graph is not acyclic.; kimi_linear on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:27Z): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model. Error: the graph is not acyclic.; kimi_linear on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:29Z): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -170,7 +170,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "kimi_linear on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:32:14Z): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model. Error: the graph is not acyclic.; kimi_linear on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:32:28Z): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model. Error: the graph is not acyclic.; kimi_linear on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:32:35Z): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    reason: "kimi_linear on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:25Z): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model. Error: the graph is not acyclic.; kimi_linear on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:27Z): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model. Error: the graph is not acyclic.; kimi_linear on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:29Z): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

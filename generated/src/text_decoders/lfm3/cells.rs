@@ -154,7 +154,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// lfm3 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// lfm3 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
@@ -166,7 +166,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lfm3 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:32:42Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 42 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 22058 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/lfm3.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "lfm3 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:30Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 47 µs (1%); OpenVINOExecutionProvider: 2 nodes (67%), 6569 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/lfm3.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

@@ -162,13 +162,13 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// nemotron_h on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// nemotron_h on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "nemotron_h on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795800746-21255 on vm, 2026-11-27T17:32:38Z): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model. Error: the graph is not acyclic.; nemotron_h on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795800746-21255 on vm, 2026-11-27T17:32:38Z): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model. Error: the graph is not acyclic.; nemotron_h on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795800746-21255 on vm, 2026-11-27T17:32:38Z): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
+            reason: "nemotron_h on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:33Z): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model. Error: the graph is not acyclic.; nemotron_h on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:33Z): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model. Error: the graph is not acyclic.; nemotron_h on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:34Z): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -178,7 +178,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron_h on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795800746-21255 on vm, 2026-11-27T17:32:38Z): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model. Error: the graph is not acyclic.; nemotron_h on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795800746-21255 on vm, 2026-11-27T17:32:38Z): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model. Error: the graph is not acyclic.; nemotron_h on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795800746-21255 on vm, 2026-11-27T17:32:38Z): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    reason: "nemotron_h on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:33Z): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model. Error: the graph is not acyclic.; nemotron_h on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:33Z): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model. Error: the graph is not acyclic.; nemotron_h on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:34Z): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

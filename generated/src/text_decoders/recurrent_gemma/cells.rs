@@ -162,7 +162,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// recurrent_gemma on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// recurrent_gemma on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
@@ -174,7 +174,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "recurrent_gemma on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:28:55Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 34 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 10995 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/recurrent_gemma.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "recurrent_gemma on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:50Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 42 µs (1%); OpenVINOExecutionProvider: 2 nodes (67%), 7465 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/recurrent_gemma.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

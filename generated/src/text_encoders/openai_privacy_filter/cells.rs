@@ -134,7 +134,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// openai_privacy_filter on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// openai_privacy_filter on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
@@ -146,7 +146,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "openai_privacy_filter on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:33:41Z): output last_hidden_state: cosine similarity 0.9537 in its worst row (of 8; mean 0.9940), below 0.98; relative L2 error 0.1099, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 6.199e-1; worst at flat index 209: got 1.2920342683792114, expected 0.6720842719078064)",
+                    reason: "openai_privacy_filter on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:50Z): output last_hidden_state: cosine similarity 0.9537 in its worst row (of 8; mean 0.9940), below 0.98; relative L2 error 0.1099, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 6.199e-1; worst at flat index 209: got 1.2920342683792114, expected 0.6720842719078064)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

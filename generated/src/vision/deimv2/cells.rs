@@ -134,13 +134,13 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// deimv2 on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// deimv2 on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "deimv2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:29:03Z): cannot load <fixtures>/deimv2/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos'; deimv2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:29:08Z): cannot load <fixtures>/deimv2/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos'; deimv2 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:29:08Z): cannot load <fixtures>/deimv2/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos'",
+            reason: "deimv2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:57Z): cannot load <fixtures>/deimv2/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos'; deimv2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:57Z): cannot load <fixtures>/deimv2/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos'; deimv2 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:58Z): cannot load <fixtures>/deimv2/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos'",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -150,7 +150,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deimv2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:29:03Z): cannot load <fixtures>/deimv2/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos'; deimv2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:29:08Z): cannot load <fixtures>/deimv2/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos'; deimv2 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:29:08Z): cannot load <fixtures>/deimv2/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos'",
+                    reason: "deimv2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:57Z): cannot load <fixtures>/deimv2/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos'; deimv2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:57Z): cannot load <fixtures>/deimv2/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos'; deimv2 on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:58Z): cannot load <fixtures>/deimv2/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos'",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

@@ -142,15 +142,15 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// hunyuan_vl_vision on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// hunyuan_vl_vision on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "hunyuan_vl_vision on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T03:00:40Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/node.cpp:792:\n[CPU] VariadicSplit node with name '/model/embeddings/Split' Check 'sum_of_splits == static_cast<int64_t>(data_shape[axis].get_length())' failed at src/core/shape_inference/include/variadic_split_shape_inference.hpp:83:\nWhile validating node 'opset1::VariadicSplit /model/embeddings/Split (opset1::Convert Convert_4784[0]:i32[?,3], opset1::Constant Constant_57[0]:i32[], opset1::Constant /model/patch_merger/Constant_19_output_0[0]:i32[1]) -> (i32[1,3])' with friendly_name '/model/embeddings/Split':\nTotal length of splits: 1 must match the length of the chosen axis: 2\n\n\n\n",
+            reason: "hunyuan_vl_vision on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:30:02Z): output last_hidden_state has shape [1, 0, 32], expected [1, 32, 32] (last_hidden_state_0=1, patches=32, hidden=32); also output-mismatch: output last_hidden_state: shape [1, 0, 32] differs from the reference [1, 32, 32]",
             basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Run),
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .with_precision_checks(
@@ -158,9 +158,9 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "hunyuan_vl_vision on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T03:00:40Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/node.cpp:792:\n[CPU] VariadicSplit node with name '/model/embeddings/Split' Check 'sum_of_splits == static_cast<int64_t>(data_shape[axis].get_length())' failed at src/core/shape_inference/include/variadic_split_shape_inference.hpp:83:\nWhile validating node 'opset1::VariadicSplit /model/embeddings/Split (opset1::Convert Convert_4784[0]:i32[?,3], opset1::Constant Constant_57[0]:i32[], opset1::Constant /model/patch_merger/Constant_19_output_0[0]:i32[1]) -> (i32[1,3])' with friendly_name '/model/embeddings/Split':\nTotal length of splits: 1 must match the length of the chosen axis: 2\n\n\n\n",
+                    reason: "hunyuan_vl_vision on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:30:02Z): output last_hidden_state has shape [1, 0, 32], expected [1, 32, 32] (last_hidden_state_0=1, patches=32, hidden=32); also output-mismatch: output last_hidden_state: shape [1, 0, 32] differs from the reference [1, 32, 32]",
                     basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

@@ -142,15 +142,15 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// minicpmv4_7_vision on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// minicpmv4_7_vision on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "minicpmv4_7_vision on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T03:00:43Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/node.cpp:792:\n[CPU] VariadicSplit node with name '/model/encoder/layers.0/self_attn/Split' Check 'sum_of_splits == static_cast<int64_t>(data_shape[axis].get_length())' failed at src/core/shape_inference/include/variadic_split_shape_inference.hpp:83:\nWhile validating node 'opset1::VariadicSplit /model/encoder/layers.0/self_attn/Split (opset1::Transpose /model/encoder/layers.0/self_attn/Transpose[0]:f32[1,4,1..,8], opset1::Constant Constant_85[0]:i32[], opset1::Constant onnx::Split_121[0]:i32[1]) -> (f32[1,4,1,8])' with friendly_name '/model/encoder/layers.0/self_attn/Split':\nTotal length of splits: 1 must match the length of the chosen axis: 2\n\n\n\n",
+            reason: "minicpmv4_7_vision on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:30:06Z): output last_hidden_state has shape [1, 0, 32], expected [1, 2, 32] (batch=1, images=2, hidden=32); also output-mismatch: output last_hidden_state: shape [1, 0, 32] differs from the reference [1, 2, 32]",
             basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Run),
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .with_precision_checks(
@@ -158,9 +158,9 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "minicpmv4_7_vision on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T03:00:43Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/node.cpp:792:\n[CPU] VariadicSplit node with name '/model/encoder/layers.0/self_attn/Split' Check 'sum_of_splits == static_cast<int64_t>(data_shape[axis].get_length())' failed at src/core/shape_inference/include/variadic_split_shape_inference.hpp:83:\nWhile validating node 'opset1::VariadicSplit /model/encoder/layers.0/self_attn/Split (opset1::Transpose /model/encoder/layers.0/self_attn/Transpose[0]:f32[1,4,1..,8], opset1::Constant Constant_85[0]:i32[], opset1::Constant onnx::Split_121[0]:i32[1]) -> (f32[1,4,1,8])' with friendly_name '/model/encoder/layers.0/self_attn/Split':\nTotal length of splits: 1 must match the length of the chosen axis: 2\n\n\n\n",
+                    reason: "minicpmv4_7_vision on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:30:06Z): output last_hidden_state has shape [1, 0, 32], expected [1, 2, 32] (batch=1, images=2, hidden=32); also output-mismatch: output last_hidden_state: shape [1, 0, 32] differs from the reference [1, 2, 32]",
                     basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

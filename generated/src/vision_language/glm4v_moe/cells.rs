@@ -133,13 +133,13 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// glm4v_moe on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// glm4v_moe on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "glm4v_moe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:37:52Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.; glm4v_moe on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:38:03Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.; glm4v_moe on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:38:04Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
+            reason: "glm4v_moe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:30:34Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.; glm4v_moe on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:30:37Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.; glm4v_moe on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:30:38Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },
@@ -149,7 +149,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "glm4v_moe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:37:52Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.; glm4v_moe on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:38:03Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.; glm4v_moe on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:38:04Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    reason: "glm4v_moe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:30:34Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.; glm4v_moe on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:30:37Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.; glm4v_moe on openvino with onnxruntime: runs failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:30:38Z): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },
@@ -164,7 +164,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {
-            reason: "glm4v_moe on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:37:53Z): step 0 (decoder): cannot load <fixtures>/generation/glm4v_moe/decoder.onnx: This is an invalid model. Error: the graph is not acyclic.",
+            reason: "glm4v_moe on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:30:35Z): step 0 (decoder): cannot load <fixtures>/generation/glm4v_moe/decoder.onnx: This is an invalid model. Error: the graph is not acyclic.",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Load),
         },

@@ -158,7 +158,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// granite4_vision on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// granite4_vision on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
@@ -170,7 +170,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "granite4_vision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795800746-21255 on vm, 2026-11-27T17:32:47Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (41%), 84 µs (0%); OpenVINOExecutionProvider: 10 nodes (59%), 30522 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/granite4_vision.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "granite4_vision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:30:40Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (41%), 98 µs (0%); OpenVINOExecutionProvider: 10 nodes (59%), 31026 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/granite4_vision.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

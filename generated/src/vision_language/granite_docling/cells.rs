@@ -146,15 +146,15 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// granite_docling on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// granite_docling on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "granite_docling on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T03:00:49Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/node.cpp:792:\n[CPU] VariadicSplit node with name 'image_hidden_states' Check 'sum_of_splits == static_cast<int64_t>(data_shape[axis].get_length())' failed at src/core/shape_inference/include/variadic_split_shape_inference.hpp:83:\nWhile validating node 'opset1::VariadicSplit image_hidden_states (opset1::Reshape node_Reshape_808[0]:f32[?,32], opset1::Constant Constant_281[0]:i32[], opset1::Reshape node_Reshape_233[0]:i32[1]) -> (f32[?,32])' with friendly_name 'image_hidden_states':\nTotal length of splits: 4 must match the length of the chosen axis: 8\n\n\n\n",
+            reason: "granite_docling on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:30:41Z): output last_hidden_state has shape [0, 0, 32], expected [2, 17, 32] (batch=2, sequence=17, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 0, 32] differs from the reference [2, 17, 32]",
             basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Run),
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .with_precision_checks(
@@ -162,9 +162,9 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "granite_docling on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T03:00:49Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/node.cpp:792:\n[CPU] VariadicSplit node with name 'image_hidden_states' Check 'sum_of_splits == static_cast<int64_t>(data_shape[axis].get_length())' failed at src/core/shape_inference/include/variadic_split_shape_inference.hpp:83:\nWhile validating node 'opset1::VariadicSplit image_hidden_states (opset1::Reshape node_Reshape_808[0]:f32[?,32], opset1::Constant Constant_281[0]:i32[], opset1::Reshape node_Reshape_233[0]:i32[1]) -> (f32[?,32])' with friendly_name 'image_hidden_states':\nTotal length of splits: 4 must match the length of the chosen axis: 8\n\n\n\n",
+                    reason: "granite_docling on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:30:41Z): output last_hidden_state has shape [0, 0, 32], expected [2, 17, 32] (batch=2, sequence=17, hidden=32); also output-mismatch: output last_hidden_state: shape [0, 0, 32] differs from the reference [2, 17, 32]",
                     basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

@@ -158,7 +158,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// mistral_large4 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// mistral_large4 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
@@ -170,7 +170,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mistral_large4 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795827791-5269 on vm, 2026-11-28T01:03:38Z): cannot load <fixtures>/mistral_large4/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    reason: "mistral_large4 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:30:57Z): cannot load <fixtures>/mistral_large4/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

@@ -154,7 +154,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// perception_lm on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// perception_lm on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
@@ -166,7 +166,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "perception_lm on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795800746-21255 on vm, 2026-11-27T17:32:49Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 44 µs (1%); OpenVINOExecutionProvider: 5 nodes (71%), 8573 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/perception_lm.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "perception_lm on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:31:04Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 61 µs (1%); OpenVINOExecutionProvider: 5 nodes (71%), 7711 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/perception_lm.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

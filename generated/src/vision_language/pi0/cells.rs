@@ -154,7 +154,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// pi0 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// pi0 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
@@ -166,7 +166,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "pi0 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795800746-21255 on vm, 2026-11-27T17:32:51Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 30 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 16005 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/pi0.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
+                    reason: "pi0 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:31:05Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 48 µs (0%); OpenVINOExecutionProvider: 2 nodes (67%), 16278 µs (100%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision_language/pi0.yaml only if it may run off OpenVINOExecutionProvider, with the reason",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Run),
                 },

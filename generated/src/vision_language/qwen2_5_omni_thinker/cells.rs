@@ -146,15 +146,15 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// qwen2_5_omni_thinker on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// qwen2_5_omni_thinker on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "qwen2_5_omni_thinker on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T03:00:53Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/node.cpp:792:\n[CPU] ScatterNDUpdate node with name '/model/ScatterND_1' Check 'std::all_of(indices_shape.begin(), indices_shape.begin() + last_idx_pos, is_update_compatible)' failed at src/core/shape_inference/include/scatter_nd_base_shape_inference.hpp:53:\nWhile validating node 'opset4::ScatterNDUpdate /model/ScatterND_1 (opset1::Broadcast /model/ConstantOfShape[0]:i32[3,1,?], opset1::Concat /model/Concat_2[0]:i32[3,1,?,3], opset1::Constant /model/Reshape_1[0]:i32[3,1,12]) -> (i32[3,1,?])' with friendly_name '/model/ScatterND_1':\nupdates_shape[0:indices_rank-1] shape must be indices_shape[:-1]\n\n\n\n",
+            reason: "qwen2_5_omni_thinker on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:31:06Z): output last_hidden_state has shape [1, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32); also output-mismatch: output last_hidden_state: shape [1, 0, 32] differs from the reference [1, 17, 32]",
             basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Run),
+            stage: Some(runtime::Stage::Mismatch),
         },
     )
     .with_precision_checks(
@@ -162,9 +162,9 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "qwen2_5_omni_thinker on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834764-13240 on vm, 2026-11-28T03:00:53Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_1 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVInferRequest::Infer()::<lambda()>; Args = {}; std::format_string<Args ...> = std::basic_format_string<char>] [OpenVINO-EP] In Error Couldn't start Inference: Exception from src/inference/src/cpp/infer_request.cpp:224:\nException from src/plugins/intel_cpu/src/node.cpp:792:\n[CPU] ScatterNDUpdate node with name '/model/ScatterND_1' Check 'std::all_of(indices_shape.begin(), indices_shape.begin() + last_idx_pos, is_update_compatible)' failed at src/core/shape_inference/include/scatter_nd_base_shape_inference.hpp:53:\nWhile validating node 'opset4::ScatterNDUpdate /model/ScatterND_1 (opset1::Broadcast /model/ConstantOfShape[0]:i32[3,1,?], opset1::Concat /model/Concat_2[0]:i32[3,1,?,3], opset1::Constant /model/Reshape_1[0]:i32[3,1,12]) -> (i32[3,1,?])' with friendly_name '/model/ScatterND_1':\nupdates_shape[0:indices_rank-1] shape must be indices_shape[:-1]\n\n\n\n",
+                    reason: "qwen2_5_omni_thinker on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:31:06Z): output last_hidden_state has shape [1, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32); also output-mismatch: output last_hidden_state: shape [1, 0, 32] differs from the reference [1, 17, 32]",
                     basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
+                    stage: Some(runtime::Stage::Mismatch),
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,

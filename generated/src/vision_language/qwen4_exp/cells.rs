@@ -214,7 +214,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
         stage: Some(runtime::Stage::Export),
     },
 );
-/// qwen4_exp on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// qwen4_exp on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,

@@ -162,7 +162,7 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// t5gemma2 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// t5gemma2 on openvino: run (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
@@ -174,7 +174,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "t5gemma2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795803091-16456 on vm, 2026-11-27T18:11:32Z): cannot load <fixtures>/t5gemma2/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
+                    reason: "t5gemma2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:31:23Z): cannot load <fixtures>/t5gemma2/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic.",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Load),
                 },

@@ -130,13 +130,13 @@ pub static MPS_TORCH: runtime::Cell = runtime::Cell::new(
     &crate::platforms::MPS_TORCH,
     runtime::Planned::Run,
 );
-/// video_llama_3 on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU)).
+/// video_llama_3 on openvino: known-issue (onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1)).
 pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         runtime::Planned::KnownIssue {
-            reason: "video_llama_3 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:40:42Z): output last_hidden_state: 116 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.873e-3; worst at flat index 32: got -0.026039572432637215, expected -0.02883235737681389); video_llama_3 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:40:44Z): output last_hidden_state: 10 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.125e-3; worst at flat index 71: got 0.1895771026611328, expected 0.1906745582818985)",
+            reason: "video_llama_3 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:50Z): output last_hidden_state: 125 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.870e-3; worst at flat index 32: got -0.02606923133134842, expected -0.02883235737681389); video_llama_3 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:51Z): output last_hidden_state: 10 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.125e-3; worst at flat index 71: got 0.1895771026611328, expected 0.1906745582818985)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -146,7 +146,7 @@ pub static OPENVINO_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "video_llama_3 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:40:42Z): output last_hidden_state: 116 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.873e-3; worst at flat index 32: got -0.026039572432637215, expected -0.02883235737681389); video_llama_3 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:40:44Z): output last_hidden_state: 10 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.125e-3; worst at flat index 71: got 0.1895771026611328, expected 0.1906745582818985)",
+                    reason: "video_llama_3 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:50Z): output last_hidden_state: 125 of 544 elements outside abs 0.0001 + rel 0.001 (max abs error 2.870e-3; worst at flat index 32: got -0.02606923133134842, expected -0.02883235737681389); video_llama_3 on openvino with onnxruntime: matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:14:51Z): output last_hidden_state: 10 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.125e-3; worst at flat index 71: got 0.1895771026611328, expected 0.1906745582818985)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
