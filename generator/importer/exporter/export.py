@@ -1241,6 +1241,29 @@ def experts_batched(model):
             config._experts_implementation = before[key]
 
 
+@contextlib.contextmanager
+def onnx_export_mode(model):
+    """transformers' own ONNX-export mode (`config.onnx_export`) on while a patched attempt traces:
+    Longformer and LED read it to build their overlapping attention chunks with `unfold` instead
+    of `as_strided` over a reshaped view, whose legacy translation ONNX Runtime computes 2e-4 to
+    4e-4 away from PyTorch (1.6e-3 in one self-attention layer alone; PyTorch in float32 and
+    float64 differ by 6.5e-7, so it is not rounding). The same windows of the same values (the
+    graph is checked against the references the default mode computed); the configs are
+    restored after it."""
+    configs = {id(m.config): m.config for m in model.modules() if hasattr(m, "config")}
+    before = {key: config.__dict__.get("onnx_export") for key, config in configs.items()}
+    try:
+        for config in configs.values():
+            config.onnx_export = True
+        yield
+    finally:
+        for key, config in configs.items():
+            if before[key] is None:
+                config.__dict__.pop("onnx_export", None)
+            else:
+                config.onnx_export = before[key]
+
+
 def attempt_named(name: str | None) -> Attempt | None:
     """The recipe's attempt of that name (meta.json's `exporter.name`); None for a fixture
     without an ONNX graph (torchscript.py)."""
@@ -1250,7 +1273,8 @@ def attempt_named(name: str | None) -> Attempt | None:
 @contextlib.contextmanager
 def attempt_context(attempt: Attempt | None, model):
     """What an attempt changes while it traces `model`: patches.py's rewrites (and the complex
-    tables the model cached, as parts), and the experts computed batched. Nothing without one."""
+    tables the model cached, as parts) with transformers' ONNX-export mode, and the experts
+    computed batched. Nothing without one."""
     import patches
 
     if attempt is None:
@@ -1258,6 +1282,7 @@ def attempt_context(attempt: Attempt | None, model):
         return
     with (patches.applied(attempt.opset) if attempt.patched else contextlib.nullcontext()), \
             (patches.complex_attributes(model) if attempt.patched else contextlib.nullcontext()), \
+            (onnx_export_mode(model) if attempt.patched else contextlib.nullcontext()), \
             (experts_batched(model) if attempt.batched_experts else contextlib.nullcontext()):
         yield
 

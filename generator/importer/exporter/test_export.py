@@ -282,6 +282,30 @@ class BatchedExpertsTest(unittest.TestCase):
         torch.testing.assert_close(batched, eager, atol=1e-5, rtol=1e-4)
 
 
+class OnnxExportModeTest(unittest.TestCase):
+    def test_longformer_computes_the_same_in_its_onnx_export_mode_and_is_restored(self):
+        """Patched attempts trace Longformer in transformers' ONNX-export mode (its attention
+        chunks by `unfold`); the graph is checked against the default mode's references, so the
+        two must agree, and the config must go back to its default afterwards."""
+        import transformers
+
+        config = transformers.AutoConfig.for_model(
+            "longformer", vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+            num_attention_heads=2, attention_window=8)
+        torch.manual_seed(0)
+        model = export.ready(export.instantiate(transformers.LongformerModel, config))
+        ids = torch.randint(3, 64, (2, 13), generator=torch.Generator().manual_seed(0))
+        with torch.no_grad():
+            default = model(input_ids=ids).last_hidden_state
+            with export.onnx_export_mode(model):
+                self.assertTrue(model.config.onnx_export)
+                chunked = model(input_ids=ids).last_hidden_state
+        self.assertFalse(model.config.onnx_export)
+        torch.testing.assert_close(chunked, default, atol=0, rtol=0)
+        with export.onnx_export_mode(torch.nn.Sequential(torch.nn.Linear(2, 2))):
+            pass  # a model without a config goes through unchanged (no module's `.config` is read)
+
+
 class QuantizerSpeedupTest(unittest.TestCase):
     def test_the_speedups_write_the_same_qdq_graph(self):
         """`_rewiring_only_consumers` and `_calibrating_at_graph_end` change how long ONNX Runtime's

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "led",
     category: "encoder_decoders",
     spec_path: "model-specs/models/encoder_decoders/led.yaml",
-    spec_digest: "d8a801d512ca8045145e603f27c4dbcc671ec2b576082dd0b3eeb81ea93a47a4",
+    spec_digest: "dd5c2768297e90ff48b5f6d3a7c1dba74ee7d768777e22e91726b9280d760419",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -60,7 +60,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "0ca0c521a31742e33d1c35f8cc9e8b0add3e7ba88e1e6f04518cc35bef32a3e7",
+    spec_digest: "acc7b6cbee1f4b602d6fd62ddc3aa2613e0a81f7acc9f7a5e5ff10a7330def36",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.decoder.key",

@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "longformer",
     category: "text_encoders",
     spec_path: "model-specs/models/text_encoders/longformer.yaml",
-    spec_digest: "0d04cdeb2173609be88512422015d994a3b06eb2caa00851d048ecc5e4ac6ff1",
+    spec_digest: "0715b8f800369f4879208391ecc06427ff6d3d68b6cafb2f109a465cbce5acd5",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
