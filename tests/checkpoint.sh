@@ -65,7 +65,7 @@ done
 # (ONNX Runtime's WebGPU plugin), fp16 and qdq8 on webnn. Their outcome is the
 # evidence, as above; tests/run.sh has set up both engines.
 web_checks="text_encoders::bert::webgpu::native::q4_matches_reference text_encoders::bert::webnn::browser::fp16_matches_reference text_encoders::bert::webnn::browser::qdq8_matches_reference"
-cargo test --quiet --locked -p generated --features webgpu,webnn -- --exact --include-ignored $web_checks 2>&1 | tail -2 || true
+cargo test --quiet --locked -p generated --features webgpu,webnn,firefox -- --exact --include-ignored $web_checks 2>&1 | tail -2 || true
 "$python" - "$HWMATRIX_RESULTS" "$HWMATRIX_RUN_ID" $precision <<'PY'
 import glob, json, sys
 results, run, *precisions = sys.argv[1:]

@@ -6,7 +6,7 @@
 #      ONNX Runtime's plugin providers in it (QNN's HTP emulator, WebGPU's Dawn),
 #      ONNX Runtime's OpenVINO build in a venv of its own, and the web platforms'
 #      pieces (Debian's chromium and Mesa's Vulkan driver, npm's onnxruntime-web
-#      and WebNN Chromium); gen doctor checks them all
+#      and WebNN Chromium, Debian unstable's Firefox in a root of its own); gen doctor checks them all
 #   2. generated/ checked against model-specs/ (gen --all --check)
 #   3. the exporter's Python unit tests; every spec's category, architecture and task against transformers' registries
 #      (gen import --check); from the start of 2 until the tests run, the fixtures (ONNX, its
@@ -21,7 +21,7 @@
 #      commit, and the high-priority ones), then the store's qnn slice
 #   5. webgpu's quantization checks of every model (wgpu's WGSL kernels on Mesa's
 #      lavapipe, five schemes each), the web cells of the high-priority models
-#      (webnn and webgpu in headless Chromium, and webgpu natively through ONNX
+#      (webnn and webgpu in headless Chromium, webgpu in Firefox, and webgpu natively through ONNX
 #      Runtime's WebGPU plugin on SwiftShader), and the browser engine's failure test
 #      a slice of the evidence store re-verified: its stored cells re-measured and compared
 #      with their entries (16 commits in a row cover cpu, openvino and qnn; 32 the web)
@@ -124,14 +124,14 @@ build_test_binaries() {
   cargo test --locked --workspace --features generated/torch --no-run
   cargo test --locked -p generated --features qnn,openvino --no-run
   cargo test --locked -p runtime --features wgpu,browser --lib --no-run
-  cargo test --locked -p generated --features webgpu,webnn --no-run
+  cargo test --locked -p generated --features webgpu,webnn,firefox --no-run
   cargo test --locked -p hwmatrix-tests --features web --test browser --test report --no-run
   cargo build --locked --release -p hwmatrix-bench
 }
 in_background "the test binaries' builds" build_test_binaries
 
 # The rest of the set-up (see above).
-source tests/setup.sh openvino web tools checkpoints
+source tests/setup.sh openvino web firefox tools checkpoints
 
 step "the platforms this run tests are usable here (gen doctor)"
 # No GPU here: webgpu's native engine (ONNX Runtime's WebGPU plugin) runs on a
@@ -282,26 +282,26 @@ cargo test --locked --workspace --features generated/torch 2>&1 | tee -a "$log"
 # minute or two on lavapipe.
 step "webgpu's quantization checks: each model's weights at 16, 8, 4, 2 bits and 4-bit mixed on wgpu's kernels"
 cargo test --locked -p runtime --features wgpu,browser --lib 2>&1 | tee -a "$log"
-cargo test --locked -p generated --features webgpu,webnn -- ::webgpu::wgpu:: 2>&1 | tee -a "$log"
+cargo test --locked -p generated --features webgpu,webnn,firefox -- ::webgpu::wgpu:: 2>&1 | tee -a "$log"
 
 # What each architecture weighs at its default size (gen memory: the exporter's Python builds
 # it on PyTorch's meta device, one worker, cached per spec under $cache/memory), for the
 # report's memory section; beside the web cells, whose browser leaves a core mostly idle.
 in_background "the memory figures (gen memory --all)" "$gen" memory --all --jobs 1
 
-step "the web cells (webnn and webgpu, in Chromium and natively) of the high-priority models"
-mapfile -t web_filters < <(filters_of webnn::; filters_of webgpu::browser::)
-cargo test --locked -p generated --features webgpu,webnn -- "${web_filters[@]}" 2>&1 | tee -a "$log"
+step "the web cells (webnn and webgpu, in Chromium, in Firefox and natively) of the high-priority models"
+mapfile -t web_filters < <(filters_of webnn::; filters_of webgpu::browser::; filters_of webgpu::firefox::)
+cargo test --locked -p generated --features webgpu,webnn,firefox -- "${web_filters[@]}" 2>&1 | tee -a "$log"
 # webgpu's native engine (ONNX Runtime's WebGPU plugin; SwiftShader where no
 # GPU is). Any number of test threads: the runtime lets one model's sessions
 # hold the plugin's context at a time (a context shared across models gave
 # results that depend on the models run before).
 mapfile -t native_filters < <(filters_of webgpu::native::)
-cargo test --locked -p generated --features webgpu,webnn -- "${native_filters[@]}" 2>&1 | tee -a "$log"
+cargo test --locked -p generated --features webgpu,webnn,firefox -- "${native_filters[@]}" 2>&1 | tee -a "$log"
 
 step "the evidence store re-verified: slice $native (by the commit) on cpu (qnn's in its lane, openvino's last), $web on webgpu and webnn"
 "$gen" import --platform cpu --verify --slice "$native" --features torch 2>&1 | tee -a "$log"
-"$gen" import --platform webgpu --platform webnn --verify --slice "$web" --features webgpu,webnn 2>&1 | tee -a "$log"
+"$gen" import --platform webgpu --platform webnn --verify --slice "$web" --features webgpu,webnn,firefox 2>&1 | tee -a "$log"
 
 step "the browser engine fails cleanly (a fallback it must catch, a browser killed mid-run); the HTML report in Chromium"
 cargo test --locked -p hwmatrix-tests --features web --test browser --test report 2>&1 | tee -a "$log"

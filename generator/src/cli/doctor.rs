@@ -16,7 +16,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use hwmatrix_cell::{BrowserBackend, EngineKind, ExecutionProvider, Platform};
+use hwmatrix_cell::{BrowserApp, BrowserBackend, EngineKind, ExecutionProvider, Platform};
 use hwmatrix_platforms::{self as platforms, Availability};
 
 use hwmatrix_specs::spec::{EngineSpec, Specs};
@@ -98,7 +98,12 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
             EngineSpec::Browser {
                 backend,
                 device_type,
+                app: BrowserApp::Chromium,
             } => browser(*backend, device_type.as_deref()),
+            EngineSpec::Browser {
+                app: BrowserApp::Firefox,
+                ..
+            } => firefox(),
             EngineSpec::Openvino { device, .. } => platforms::openvino::runtime(device),
             other => Err(format!(
                 "engine {} has no doctor probe yet",
@@ -203,6 +208,17 @@ fn browser(backend: BrowserBackend, device_type: Option<&str>) -> Result<Vec<Str
             chromium.display(),
             backend.name()
         ),
+        format!("onnxruntime-web {}", ort.display()),
+    ])
+}
+
+/// What the Firefox engine would use: Firefox in its root and onnxruntime-web.
+/// Whether it offers a WebGPU adapter is for its cells to find out.
+fn firefox() -> Result<Vec<String>, String> {
+    let (root, version) = platforms::browser::firefox()?;
+    let ort = platforms::browser::onnxruntime_web_dist()?;
+    Ok(vec![
+        platforms::browser::describe_firefox(&version, &root),
         format!("onnxruntime-web {}", ort.display()),
     ])
 }

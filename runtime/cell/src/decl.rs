@@ -118,10 +118,12 @@ pub enum Engine {
     Libtorch { device: &'static str },
     /// Native WebGPU compute through wgpu.
     Wgpu,
-    /// onnxruntime-web in a headless Chromium; WebNN asks for a device type.
+    /// onnxruntime-web in a headless browser (Chromium, or Firefox for
+    /// webgpu); WebNN asks for a device type.
     Browser {
         backend: BrowserBackend,
         device_type: Option<&'static str>,
+        app: BrowserApp,
     },
     /// OpenVINO's own runtime (not ONNX Runtime's provider) on one of its devices
     /// (`CPU`, `GPU`, `NPU`), reading the ONNX graph with its ONNX frontend.
@@ -137,6 +139,9 @@ pub enum EngineKind {
     Wgpu,
     Browser,
     Openvino,
+    /// onnxruntime-web in Firefox: the browser engine's cells in the other
+    /// browser that ships WebGPU (`webgpu::firefox` beside `webgpu::browser`).
+    Firefox,
 }
 
 impl EngineKind {
@@ -147,6 +152,7 @@ impl EngineKind {
             EngineKind::Wgpu => "wgpu",
             EngineKind::Browser => "browser",
             EngineKind::Openvino => "openvino",
+            EngineKind::Firefox => "firefox",
         }
     }
 
@@ -164,6 +170,7 @@ impl EngineKind {
             // `openvino::ov` (OpenVINO's runtime) beside `openvino::onnx` (ONNX Runtime's
             // OpenVINO provider); not `runtime`, which would shadow the runtime crate in cells.
             EngineKind::Openvino => "ov",
+            EngineKind::Firefox => "firefox",
         }
     }
 
@@ -179,6 +186,7 @@ impl EngineKind {
                 | EngineKind::Libtorch
                 | EngineKind::Browser
                 | EngineKind::Openvino
+                | EngineKind::Firefox
         )
     }
 
@@ -188,6 +196,9 @@ impl EngineKind {
     pub fn cargo_feature(self) -> Option<&'static str> {
         match self {
             EngineKind::Libtorch => Some("torch"),
+            // Firefox comes from Debian's unstable suite in a root of its own
+            // (`tests/setup.sh firefox`, 1.4 GB): not every webgpu machine has it.
+            EngineKind::Firefox => Some("firefox"),
             _ => None,
         }
     }
@@ -199,7 +210,14 @@ impl Engine {
             Engine::OnnxRuntime { .. } => EngineKind::Onnxruntime,
             Engine::Libtorch { .. } => EngineKind::Libtorch,
             Engine::Wgpu => EngineKind::Wgpu,
-            Engine::Browser { .. } => EngineKind::Browser,
+            Engine::Browser {
+                app: BrowserApp::Chromium,
+                ..
+            } => EngineKind::Browser,
+            Engine::Browser {
+                app: BrowserApp::Firefox,
+                ..
+            } => EngineKind::Firefox,
             Engine::OpenVino { .. } => EngineKind::Openvino,
         }
     }
@@ -215,7 +233,8 @@ impl Engine {
             Engine::Browser {
                 backend,
                 device_type,
-            } => describe_browser(backend, device_type),
+                app,
+            } => describe_browser(backend, device_type, app),
             Engine::OpenVino { device } => describe_openvino(device),
         }
     }
@@ -249,13 +268,18 @@ pub fn describe_libtorch(device: &str) -> String {
     format!("libtorch, device {device}")
 }
 
-pub fn describe_browser(backend: BrowserBackend, device_type: Option<&str>) -> String {
+pub fn describe_browser(
+    backend: BrowserBackend,
+    device_type: Option<&str>,
+    app: BrowserApp,
+) -> String {
+    let app = app.name();
     match device_type {
         Some(device) => format!(
-            "onnxruntime-web in headless Chromium, {} (deviceType {device})",
+            "onnxruntime-web in headless {app}, {} (deviceType {device})",
             backend.name()
         ),
-        None => format!("onnxruntime-web in headless Chromium, {}", backend.name()),
+        None => format!("onnxruntime-web in headless {app}, {}", backend.name()),
     }
 }
 
@@ -301,6 +325,25 @@ impl ExecutionProvider {
             ExecutionProvider::OpenVino => "OpenVINOExecutionProvider",
             ExecutionProvider::Qnn => "QNNExecutionProvider",
             ExecutionProvider::WebGpu => "WebGpuExecutionProvider",
+        }
+    }
+}
+
+/// The browser onnxruntime-web runs in: Debian's Chromium (webgpu and webnn),
+/// or Firefox (webgpu: Firefox has no WebNN).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BrowserApp {
+    #[default]
+    Chromium,
+    Firefox,
+}
+
+impl BrowserApp {
+    pub fn name(self) -> &'static str {
+        match self {
+            BrowserApp::Chromium => "Chromium",
+            BrowserApp::Firefox => "Firefox",
         }
     }
 }

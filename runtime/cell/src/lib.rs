@@ -18,9 +18,9 @@ pub mod stage;
 pub mod wgpu_adapter;
 
 pub use decl::{
-    AgreementBound, AllowedFallback, BrowserBackend, Cell, ComputedIn, Engine, EngineKind,
-    ExecutionProvider, GenerationCheck, GenerationDecl, ModelDecl, PlatformDecl, Precision,
-    PrecisionCheck, TensorDecl, Tolerance,
+    AgreementBound, AllowedFallback, BrowserApp, BrowserBackend, Cell, ComputedIn, Engine,
+    EngineKind, ExecutionProvider, GenerationCheck, GenerationDecl, ModelDecl, PlatformDecl,
+    Precision, PrecisionCheck, TensorDecl, Tolerance,
 };
 pub use dtype::DType;
 pub use error_kind::{Attribution, ErrorKind};

@@ -1,7 +1,7 @@
 //! The browser engine: onnxruntime-web in Chromium, with its WebGPU or WebNN
 //! backend.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use hwmatrix_cell::{BrowserBackend, paths};
 
@@ -13,6 +13,22 @@ pub fn detect(backend: BrowserBackend) -> Availability {
         (Ok(chromium), Ok(_)) => Availability::Present(format!(
             "Chromium at {} with onnxruntime-web",
             chromium.display()
+        )),
+        (Err(missing), _) | (_, Err(missing)) => Availability::Absent(missing),
+    }
+}
+
+/// Firefox in its root with onnxruntime-web (the webgpu platform's `firefox` engine).
+pub fn detect_firefox() -> Availability {
+    match (firefox(), onnxruntime_web_dist()) {
+        (Ok((root, version)), Ok(_)) => Availability::Present(format!(
+            "Firefox {version} chrooted in {} with onnxruntime-web{}",
+            root.display(),
+            if crate::webgpu::software_adapter_only() {
+                "; no GPU here: Vulkan is the root's lavapipe, a software adapter"
+            } else {
+                ""
+            }
         )),
         (Err(missing), _) | (_, Err(missing)) => Availability::Absent(missing),
     }
@@ -74,4 +90,51 @@ pub fn find_chromium() -> Option<PathBuf> {
             ["chromium", "chromium-browser", "google-chrome"].map(|name| dir.join(name))
         })
         .find(|candidate| is_file(candidate))
+}
+
+/// Where Firefox's root is looked for: `HWMATRIX_FIREFOX_ROOT`, else
+/// `<web>/firefox/root`, where `bash tests/setup.sh firefox` debootstraps it.
+pub fn firefox_root_dir() -> PathBuf {
+    std::env::var_os("HWMATRIX_FIREFOX_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| paths::web_dir().join("firefox/root"))
+}
+
+/// Firefox's executable inside its root.
+pub const FIREFOX_IN_ROOT: &str = "usr/bin/firefox";
+
+/// Why Firefox does not come from Debian 12 itself: measured on this
+/// project's machines (firefox-esr 140.10.2esr, `dom.webgpu.enabled` on,
+/// headless), `navigator.gpu.requestAdapter()` rejects with this, GPU or not:
+/// release and ESR builds before 141 compile WebGPU out on every platform.
+pub const FIREFOX_ESR_WEBGPU: &str = "Debian 12's firefox-esr 140 has no WebGPU: navigator.gpu.requestAdapter() rejects with \"NotSupportedError: WebGPU is not yet available in Release or late Beta builds.\" (measured with dom.webgpu.enabled on)";
+
+/// How the Firefox of `root` reads in doctor and records.
+pub fn describe_firefox(version: &str, root: &Path) -> String {
+    format!(
+        "Firefox {version} (Debian unstable's, chrooted in {})",
+        root.display()
+    )
+}
+
+/// The root Firefox runs in (Debian unstable's `firefox` and Mesa's
+/// lavapipe, debootstrapped: its libraries are newer than the host's, so it
+/// runs chrooted) and the Firefox version in it; or what is missing.
+pub fn firefox() -> Result<(PathBuf, String), String> {
+    let root = firefox_root_dir();
+    if !is_file(&root.join(FIREFOX_IN_ROOT)) {
+        return Err(format!(
+            "no Firefox root at {}: `bash tests/setup.sh firefox` debootstraps Debian unstable's firefox and Mesa's Vulkan drivers there (as root; about 1.4 GB), or set HWMATRIX_FIREFOX_ROOT to such a root. {FIREFOX_ESR_WEBGPU}",
+            root.display()
+        ));
+    }
+    let ini =
+        std::fs::read_to_string(root.join("usr/lib/firefox/application.ini")).unwrap_or_default();
+    let version = ini
+        .lines()
+        .find_map(|l| l.strip_prefix("Version="))
+        .unwrap_or("of unknown version")
+        .trim()
+        .to_string();
+    Ok((root, version))
 }

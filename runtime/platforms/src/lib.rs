@@ -27,7 +27,7 @@ pub mod wgpu_adapter;
 
 use std::path::PathBuf;
 
-use hwmatrix_cell::{BrowserBackend, DeviceKind, Engine, ExecutionProvider, Platform};
+use hwmatrix_cell::{BrowserApp, BrowserBackend, DeviceKind, Engine, ExecutionProvider, Platform};
 
 pub use onnxruntime::{onnxruntime_library, onnxruntime_version, plugin_library};
 
@@ -99,6 +99,11 @@ pub fn detect_engine(platform: Platform, engine: &Engine) -> Availability {
             provider: ExecutionProvider::WebGpu,
             ..
         } => webgpu::native(),
+        // Firefox runs in a root of its own, not the Chromium the platform's probe looks for.
+        Engine::Browser {
+            app: BrowserApp::Firefox,
+            ..
+        } => browser::detect_firefox(),
         _ => detect(platform),
     }
 }
@@ -119,7 +124,7 @@ pub fn device_kind(platform: Platform, engine: &Engine) -> DeviceKind {
     );
     if platform == Platform::Qnn && files::first_existing(&qnn::DSP_DEVICES).is_none() {
         DeviceKind::Emulator
-    } else if webgpu && files::first_existing(&webgpu::GPU_DEVICES).is_none() {
+    } else if webgpu && webgpu::software_adapter_only() {
         DeviceKind::SoftwareAdapter
     } else {
         DeviceKind::Hardware

@@ -15,6 +15,12 @@ pub struct WebGpu;
 /// runs on a software adapter.
 pub const GPU_DEVICES: [&str; 2] = ["/dev/dri/renderD128", "/dev/nvidiactl"];
 
+/// Whether this machine has no GPU device node, so WebGPU gets a software
+/// Vulkan adapter (lavapipe, SwiftShader) at best.
+pub fn software_adapter_only() -> bool {
+    first_existing(&GPU_DEVICES).is_none()
+}
+
 impl Provider for WebGpu {
     fn plugin(&self) -> Option<Plugin> {
         Some(Plugin {

@@ -19,7 +19,7 @@ use std::path::Path;
 
 pub use hwmatrix_record::Threads;
 
-use crate::{BrowserBackend, Cell, Engine, Precision};
+use crate::{BrowserApp, BrowserBackend, Cell, Engine, Precision};
 
 /// How a session is opened: profiled (to see where operators ran) or plain
 /// (to time it: ORT's profiler makes a tiny model's run about 9× slower).
@@ -173,7 +173,8 @@ pub fn open_graph(
         Engine::Browser {
             backend,
             device_type,
-        } => open_browser(cell, backend, device_type, graph, inputs, nodes),
+            app,
+        } => open_browser(cell, app, backend, device_type, graph, inputs, nodes),
         #[cfg(feature = "openvino")]
         Engine::OpenVino { device } => openvino::open(device, graph),
         engine => Err(CheckError::new(
@@ -233,18 +234,20 @@ fn onnx_model(
 #[cfg(feature = "browser")]
 fn open_browser(
     _: &Cell,
+    app: BrowserApp,
     backend: BrowserBackend,
     device_type: Option<&'static str>,
     model: &Path,
     inputs: onnx::StaticInputs,
     nodes: placement::GraphNodes,
 ) -> Result<Box<dyn Session>, CheckError> {
-    browser::open(backend, device_type, model, inputs, nodes)
+    browser::open(app, backend, device_type, model, inputs, nodes)
 }
 
 #[cfg(not(feature = "browser"))]
 fn open_browser(
     cell: &Cell,
+    _: BrowserApp,
     _: BrowserBackend,
     _: Option<&'static str>,
     _: &Path,

@@ -42,6 +42,27 @@ mod native {
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet."
     );
 }
+/// autoencoder_kl_allegro on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet.).
+///
+/// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_allegro::webgpu::firefox::`.
+mod firefox {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_FIREFOX, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet."
+    );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet."
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet."
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet."
+    );
+}
 /// autoencoder_kl_allegro's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::autoencoder_kl_allegro::webgpu::wgpu::`.

@@ -435,6 +435,60 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
+/// autoencoder_kl_hunyuan_video on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
+pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_FIREFOX,
+        runtime::Planned::KnownIssue {
+            reason: "autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04); dynamo on shape 2 exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04); legacy at opset 18, patched exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Export),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04); dynamo on shape 2 exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04); legacy at opset 18, patched exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04); dynamo on shape 2 exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04); legacy at opset 18, patched exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04); dynamo on shape 2 exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 17 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 2.454e-04); legacy at opset 18, patched exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs 0.0001 + rel 0.001 (max abs error 3.028e-04)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    );
 /// autoencoder_kl_hunyuan_video on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

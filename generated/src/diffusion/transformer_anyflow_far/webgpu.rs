@@ -42,6 +42,27 @@ mod native {
         "known issue: transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at"
     );
 }
+/// transformer_anyflow_far on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at).
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_anyflow_far::webgpu::firefox::`.
+mod firefox {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_FIREFOX, ignore =
+        "known issue: transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at"
+    );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
+        "known issue: transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
+        "known issue: transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
+        "known issue: transformer_anyflow_far's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.sort', overload='stable')>. Failure message: No decompositions registered for the real-valued input); legacy at opset 18, patched exporter: RuntimeError: unordered_map::at"
+    );
+}
 /// transformer_anyflow_far's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::transformer_anyflow_far::webgpu::wgpu::`.

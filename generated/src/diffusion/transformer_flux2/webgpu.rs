@@ -42,6 +42,30 @@ mod native {
         "known issue: transformer_flux2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:36Z): not every node ran on WebGpuExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, Sin ×8 on CPUExecutionProvider, Unsqueeze ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 108 nodes (27%), 637 µs (0%); WebGpuExecutionProvider: 292 nodes (73%), 134443 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/transformer_flux2.yaml only if it may run off WebGpuExecutionProvider, with the reason; transformer_flux2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:36Z): not every node ran on WebGpuExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, Sin ×8 on CPUExecutionProvider, Unsqueeze ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 108 nodes (27%), 531 µs (3%); WebGpuExecutionProvider: 292 nodes (73%), 19991 µs (97%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/transformer_flux2.yaml only if it may run off WebGpuExecutionProvider, with the reason; transformer_flux2 on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:36Z): not every node ran on WebGpuExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, Sin ×8 on CPUExecutionProvider, Unsqueeze ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 108 nodes (27%), 338 µs (3%); WebGpuExecutionProvider: 292 nodes (73%), 9341 µs (97%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/transformer_flux2.yaml only if it may run off WebGpuExecutionProvider, with the reason"
     );
 }
+/// transformer_flux2 on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_flux2::webgpu::firefox::`.
+mod firefox {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =
+        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+    );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, features =
+        ["webgpu", "firefox"], off =
+        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, features =
+        ["webgpu", "firefox"], off =
+        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, features =
+        ["webgpu", "firefox"], off =
+        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+    );
+}
 /// transformer_flux2's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::transformer_flux2::webgpu::wgpu::`.

@@ -42,6 +42,27 @@ mod native {
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: 'NoneType' object is not subscriptable"
     );
 }
+/// transformer_omnigen on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: 'NoneType' object is not subscriptable).
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_omnigen::webgpu::firefox::`.
+mod firefox {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_FIREFOX, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: 'NoneType' object is not subscriptable"
+    );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: 'NoneType' object is not subscriptable"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: 'NoneType' object is not subscriptable"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: 'NoneType' object is not subscriptable"
+    );
+}
 /// transformer_omnigen's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::transformer_omnigen::webgpu::wgpu::`.

@@ -42,6 +42,30 @@ mod native {
         "known issue: transformer_ovis_image on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:53Z): not every node ran on WebGpuExecutionProvider: Cast ×9 on CPUExecutionProvider, Cos ×3 on CPUExecutionProvider, Expand ×6 on CPUExecutionProvider, Mul ×3 on CPUExecutionProvider, Reshape ×6 on CPUExecutionProvider, Sin ×3 on CPUExecutionProvider, Unsqueeze ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (14%), 288 µs (0%); WebGpuExecutionProvider: 286 nodes (86%), 77319 µs (100%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/transformer_ovis_image.yaml only if it may run off WebGpuExecutionProvider, with the reason; transformer_ovis_image on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:53Z): not every node ran on WebGpuExecutionProvider: Cast ×9 on CPUExecutionProvider, Cos ×3 on CPUExecutionProvider, Expand ×6 on CPUExecutionProvider, Mul ×3 on CPUExecutionProvider, Reshape ×6 on CPUExecutionProvider, Sin ×3 on CPUExecutionProvider, Unsqueeze ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (14%), 259 µs (2%); WebGpuExecutionProvider: 286 nodes (86%), 10557 µs (98%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/transformer_ovis_image.yaml only if it may run off WebGpuExecutionProvider, with the reason; transformer_ovis_image on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:53Z): not every node ran on WebGpuExecutionProvider: Cast ×9 on CPUExecutionProvider, Cos ×3 on CPUExecutionProvider, Expand ×6 on CPUExecutionProvider, Mul ×3 on CPUExecutionProvider, Reshape ×6 on CPUExecutionProvider, Sin ×3 on CPUExecutionProvider, Unsqueeze ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (14%), 199 µs (4%); WebGpuExecutionProvider: 286 nodes (86%), 5161 µs (96%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/diffusion/transformer_ovis_image.yaml only if it may run off WebGpuExecutionProvider, with the reason"
     );
 }
+/// transformer_ovis_image on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_ovis_image::webgpu::firefox::`.
+mod firefox {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =
+        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+    );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, features =
+        ["webgpu", "firefox"], off =
+        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, features =
+        ["webgpu", "firefox"], off =
+        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, features =
+        ["webgpu", "firefox"], off =
+        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+    );
+}
 /// transformer_ovis_image's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::transformer_ovis_image::webgpu::wgpu::`.

@@ -42,6 +42,27 @@ mod native {
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states', 'img_shapes', and 'img_mask'"
     );
 }
+/// transformer_qwenimage21 on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states', 'img_shapes', and 'img_mask').
+///
+/// Select this cell with `cargo test -p generated diffusion::transformer_qwenimage21::webgpu::firefox::`.
+mod firefox {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_FIREFOX, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states', 'img_shapes', and 'img_mask'"
+    );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states', 'img_shapes', and 'img_mask'"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states', 'img_shapes', and 'img_mask'"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
+        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states', 'img_shapes', and 'img_mask'"
+    );
+}
 /// transformer_qwenimage21's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::transformer_qwenimage21::webgpu::wgpu::`.

@@ -42,6 +42,30 @@ mod native {
         "known issue: muse_glimmer_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:25:27Z): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×6 on CPUExecutionProvider, Equal ×6 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, SequenceAt ×12 on CPUExecutionProvider, SequenceEmpty ×1 on CPUExecutionProvider, SequenceInsert ×6 on CPUExecutionProvider, Where ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 158 nodes (52%), 823 µs (1%); WebGpuExecutionProvider: 143 nodes (48%), 62226 µs (99%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/muse_glimmer_vision.yaml only if it may run off WebGpuExecutionProvider, with the reason; also output-mismatch: output last_hidden_state has shape [1, 32], expected [2, 32] (images=2, hidden=32); also output-mismatch: output last_hidden_state: shape [1, 32] differs from the reference [2, 32]; muse_glimmer_vision on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:25:27Z): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider, Mul ×3 on CPUExecutionProvider, SequenceAt ×6 on CPUExecutionProvider, SequenceEmpty ×1 on CPUExecutionProvider, SequenceInsert ×3 on CPUExecutionProvider, Where ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 122 nodes (46%), 506 µs (7%); WebGpuExecutionProvider: 143 nodes (54%), 6844 µs (93%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/muse_glimmer_vision.yaml only if it may run off WebGpuExecutionProvider, with the reason; muse_glimmer_vision on webgpu with onnxruntime: runs failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:25:27Z): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider, Mul ×3 on CPUExecutionProvider, SequenceAt ×6 on CPUExecutionProvider, SequenceEmpty ×1 on CPUExecutionProvider, SequenceInsert ×3 on CPUExecutionProvider, Where ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 122 nodes (46%), 528 µs (11%); WebGpuExecutionProvider: 143 nodes (54%), 4494 µs (89%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/vision/muse_glimmer_vision.yaml only if it may run off WebGpuExecutionProvider, with the reason"
     );
 }
+/// muse_glimmer_vision on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
+///
+/// Select this cell with `cargo test -p generated vision::muse_glimmer_vision::webgpu::firefox::`.
+mod firefox {
+    runtime::cell_tests!(
+        super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =
+        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+    );
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, features =
+        ["webgpu", "firefox"], off =
+        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+    );
+    runtime::precision_test!(
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, features =
+        ["webgpu", "firefox"], off =
+        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+    );
+    runtime::precision_test!(
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, features =
+        ["webgpu", "firefox"], off =
+        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+    );
+}
 /// muse_glimmer_vision's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated vision::muse_glimmer_vision::webgpu::wgpu::`.

@@ -439,6 +439,60 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
+/// vilt on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
+pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_FIREFOX,
+        runtime::Planned::KnownIssue {
+            reason: "vilt's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got 'onnx::ReduceMax'.  [Caused by the value 'max_image_length defined in (%max_image_length : Long(requires_grad=0, device=cpu) = onnx::ReduceMax[keepdims=0](%216), scope: export.NamedOutputs::/transformers.models.vilt.modeling_vilt.ViltModel::model/transformers.models.vilt.modeling_vilt.ViltEmbeddings::embeddings # <cache>/venv/lib/python3.11/site-packages/transformers/models/vilt/modeling_vilt.py:137:0; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression u0 > 1 (unhinted: u0 > 1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression u0 > 1 (unhinted: u0 > 1).  (Size-like symbols: none)); legacy at opset 18, patched exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got 'onnx::ReduceMax'.  [Caused by the value 'max_image_length defined in (%max_image_length : Long(requires_grad=0, device=cpu) = onnx::ReduceMax[keepdims=0](%216), scope: export.NamedOutputs::/transformers.models.vilt.modeling_vilt.ViltModel::model/transformers.models.vilt.modeling_vilt.ViltEmbeddings::embeddings # <cache>/venv/lib/python3.11/site-packages/transformers/models/vilt/modeling_vilt.py:137:0; dynamo draft export, patched exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: TypeError: Unsupported attribute type: '<class 'torch.onnx._internal.exporter._tensors.SymbolicTensor'>')",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Export),
+        },
+    )
+    .with_precision_checks(
+        &[
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Fp16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "vilt's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got 'onnx::ReduceMax'.  [Caused by the value 'max_image_length defined in (%max_image_length : Long(requires_grad=0, device=cpu) = onnx::ReduceMax[keepdims=0](%216), scope: export.NamedOutputs::/transformers.models.vilt.modeling_vilt.ViltModel::model/transformers.models.vilt.modeling_vilt.ViltEmbeddings::embeddings # <cache>/venv/lib/python3.11/site-packages/transformers/models/vilt/modeling_vilt.py:137:0; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression u0 > 1 (unhinted: u0 > 1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression u0 > 1 (unhinted: u0 > 1).  (Size-like symbols: none)); legacy at opset 18, patched exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got 'onnx::ReduceMax'.  [Caused by the value 'max_image_length defined in (%max_image_length : Long(requires_grad=0, device=cpu) = onnx::ReduceMax[keepdims=0](%216), scope: export.NamedOutputs::/transformers.models.vilt.modeling_vilt.ViltModel::model/transformers.models.vilt.modeling_vilt.ViltEmbeddings::embeddings # <cache>/venv/lib/python3.11/site-packages/transformers/models/vilt/modeling_vilt.py:137:0; dynamo draft export, patched exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: TypeError: Unsupported attribute type: '<class 'torch.onnx._internal.exporter._tensors.SymbolicTensor'>')",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.99f64,
+                    max_rel_l2: 0.05f64,
+                    min_top1: 0.95f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "vilt's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got 'onnx::ReduceMax'.  [Caused by the value 'max_image_length defined in (%max_image_length : Long(requires_grad=0, device=cpu) = onnx::ReduceMax[keepdims=0](%216), scope: export.NamedOutputs::/transformers.models.vilt.modeling_vilt.ViltModel::model/transformers.models.vilt.modeling_vilt.ViltEmbeddings::embeddings # <cache>/venv/lib/python3.11/site-packages/transformers/models/vilt/modeling_vilt.py:137:0; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression u0 > 1 (unhinted: u0 > 1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression u0 > 1 (unhinted: u0 > 1).  (Size-like symbols: none)); legacy at opset 18, patched exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got 'onnx::ReduceMax'.  [Caused by the value 'max_image_length defined in (%max_image_length : Long(requires_grad=0, device=cpu) = onnx::ReduceMax[keepdims=0](%216), scope: export.NamedOutputs::/transformers.models.vilt.modeling_vilt.ViltModel::model/transformers.models.vilt.modeling_vilt.ViltEmbeddings::embeddings # <cache>/venv/lib/python3.11/site-packages/transformers/models/vilt/modeling_vilt.py:137:0; dynamo draft export, patched exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: TypeError: Unsupported attribute type: '<class 'torch.onnx._internal.exporter._tensors.SymbolicTensor'>')",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+            runtime::PrecisionCheck {
+                precision: runtime::Precision::Q4f16,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "vilt's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got 'onnx::ReduceMax'.  [Caused by the value 'max_image_length defined in (%max_image_length : Long(requires_grad=0, device=cpu) = onnx::ReduceMax[keepdims=0](%216), scope: export.NamedOutputs::/transformers.models.vilt.modeling_vilt.ViltModel::model/transformers.models.vilt.modeling_vilt.ViltEmbeddings::embeddings # <cache>/venv/lib/python3.11/site-packages/transformers/models/vilt/modeling_vilt.py:137:0; dynamo on shape 2 exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression u0 > 1 (unhinted: u0 > 1).  (Size-like symbols: none)); dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression u0 > 1 (unhinted: u0 > 1).  (Size-like symbols: none)); legacy at opset 18, patched exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got 'onnx::ReduceMax'.  [Caused by the value 'max_image_length defined in (%max_image_length : Long(requires_grad=0, device=cpu) = onnx::ReduceMax[keepdims=0](%216), scope: export.NamedOutputs::/transformers.models.vilt.modeling_vilt.ViltModel::model/transformers.models.vilt.modeling_vilt.ViltEmbeddings::embeddings # <cache>/venv/lib/python3.11/site-packages/transformers/models/vilt/modeling_vilt.py:137:0; dynamo draft export, patched exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: TypeError: Unsupported attribute type: '<class 'torch.onnx._internal.exporter._tensors.SymbolicTensor'>')",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.95f64,
+                    max_rel_l2: 0.25f64,
+                    min_top1: 0.75f64,
+                },
+            },
+        ],
+    );
 /// vilt on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: runtime::QuantizationCell = runtime::QuantizationCell {
     model: &super::MODEL,

@@ -304,7 +304,8 @@ pub fn engine_doc(engine: &EngineSpec) -> String {
         EngineSpec::Browser {
             backend,
             device_type,
-        } => decl::describe_browser(*backend, device_type.as_deref()),
+            app,
+        } => decl::describe_browser(*backend, device_type.as_deref(), *app),
         EngineSpec::Openvino { device, .. } => decl::describe_openvino(device),
     }
 }
@@ -321,13 +322,15 @@ fn engine_expr(engine: &EngineSpec) -> TokenStream {
         EngineSpec::Browser {
             backend,
             device_type,
+            app,
         } => {
             let backend = ident(&format!("{backend:?}"));
+            let app = ident(&format!("{app:?}"));
             let device_type = match device_type {
                 Some(d) => quote!(Some(#d)),
                 None => quote!(None),
             };
-            quote!(runtime::Engine::Browser { backend: runtime::BrowserBackend::#backend, device_type: #device_type })
+            quote!(runtime::Engine::Browser { backend: runtime::BrowserBackend::#backend, device_type: #device_type, app: runtime::BrowserApp::#app })
         }
         EngineSpec::Openvino { device, .. } => {
             quote!(runtime::Engine::OpenVino { device: #device })

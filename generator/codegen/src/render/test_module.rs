@@ -128,6 +128,9 @@ pub fn engine_requires(kind: EngineKind) -> &'static str {
         EngineKind::Libtorch => {
             "libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
         }
+        EngineKind::Firefox => {
+            "Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        }
         _ => "its engine",
     }
 }

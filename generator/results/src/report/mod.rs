@@ -380,7 +380,7 @@ pub struct Report {
     /// What each architecture weighs at its default size (computed by `gen memory`, set by
     /// the caller: empty when it was not computed).
     pub memory: memory::MemorySection,
-    /// Models whose engines that run the same kernels (webgpu's browser and native) disagree.
+    /// Models whose engines that run the same kernels (webgpu's browser, native and Firefox) disagree.
     pub engine_disagreements: Vec<EngineDisagreement>,
     pub performance: Vec<Performance>,
     /// Engines timed on this machine's CPU against ONNX Runtime's CPU provider.
@@ -392,10 +392,12 @@ pub struct Report {
 /// browser engine (onnxruntime-web's `webgpu` bundle, the C++ WebGPU provider in wasm) and its
 /// native one (the same provider as ONNX Runtime's plugin, with Dawn); openvino's ONNX Runtime
 /// provider and OpenVINO's own runtime (both OpenVINO's CPU plugin, the provider build bundling an
-/// older OpenVINO). Where they disagree, one of them (the wasm build, the browser's adapter, the
-/// plugin, the provider build) is the finding, not the model.
-pub const SAME_KERNELS: [(&str, [&str; 2]); 2] = [
+/// older OpenVINO); onnxruntime-web's bundle in Chromium and in Firefox (the same wasm, on
+/// Dawn and on wgpu). Where they disagree, one of them (the wasm build, the browser's WebGPU or
+/// adapter, the plugin, the provider build) is the finding, not the model.
+pub const SAME_KERNELS: [(&str, [&str; 2]); 3] = [
     ("webgpu", ["browser", "onnxruntime"]),
+    ("webgpu", ["browser", "firefox"]),
     ("openvino", ["onnxruntime", "openvino"]),
 ];
 

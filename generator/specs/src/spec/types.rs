@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use hwmatrix_cell::{
-    BrowserBackend, DType, EngineKind, ExecutionProvider, Platform, Precision, QuantScheme, Rating,
-    Stage,
+    BrowserApp, BrowserBackend, DType, EngineKind, ExecutionProvider, Platform, Precision,
+    QuantScheme, Rating, Stage,
 };
 use serde::{Deserialize, Serialize};
 
@@ -102,6 +102,10 @@ pub enum EngineSpec {
         /// WebNN's `deviceType` (cpu, gpu, npu), asked of `navigator.ml.createContext` and the EP.
         #[serde(default)]
         device_type: Option<String>,
+        /// The browser: Chromium (the default) or Firefox, whose cells are
+        /// `<platform>::firefox` beside Chromium's `<platform>::browser`.
+        #[serde(default)]
+        app: BrowserApp,
     },
     /// OpenVINO's own runtime on one of its devices (`CPU`, `GPU`, `NPU`).
     Openvino {
@@ -120,7 +124,14 @@ impl EngineSpec {
             EngineSpec::Onnxruntime { .. } => EngineKind::Onnxruntime,
             EngineSpec::Libtorch { .. } => EngineKind::Libtorch,
             EngineSpec::Wgpu {} => EngineKind::Wgpu,
-            EngineSpec::Browser { .. } => EngineKind::Browser,
+            EngineSpec::Browser {
+                app: BrowserApp::Chromium,
+                ..
+            } => EngineKind::Browser,
+            EngineSpec::Browser {
+                app: BrowserApp::Firefox,
+                ..
+            } => EngineKind::Firefox,
             EngineSpec::Openvino { .. } => EngineKind::Openvino,
         }
     }

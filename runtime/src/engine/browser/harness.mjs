@@ -48,20 +48,29 @@ function fromTensor(name, tensor) {
   return { name, dtype: tensor.type, shape: Array.from(tensor.dims), data: encode(bytes) };
 }
 
+// What this browser lacks (no WebGPU adapter, no WebNN context): the
+// machine's, not the model's; the engine reports it as such.
+class Missing extends Error {}
+
 async function environment(backend, deviceType) {
   const found = { crossOriginIsolated: self.crossOriginIsolated, userAgent: navigator.userAgent, ortVersion: ort.env.versions?.web, bundle };
   if (backend === "webgpu") {
-    if (!navigator.gpu) throw new Error("this Chromium has no navigator.gpu (WebGPU is off: it needs --enable-unsafe-webgpu on Linux)");
-    const adapter = await navigator.gpu.requestAdapter();
-    if (!adapter) throw new Error("no WebGPU adapter: navigator.gpu.requestAdapter() returned null (no Vulkan driver, or SwiftShader missing from this Chromium)");
+    if (!navigator.gpu) throw new Missing("this browser has no navigator.gpu (WebGPU is off: Chromium needs --enable-unsafe-webgpu on Linux, Firefox dom.webgpu.enabled)");
+    let adapter;
+    try {
+      adapter = await navigator.gpu.requestAdapter();
+    } catch (e) {
+      throw new Missing(`navigator.gpu.requestAdapter() rejected: ${e?.name ?? "Error"}: ${e?.message ?? e}`);
+    }
+    if (!adapter) throw new Missing("no WebGPU adapter: navigator.gpu.requestAdapter() returned null (no Vulkan driver, or no software adapter in this browser)");
     const info = adapter.info ?? {};
     found.adapter = { vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description, isFallbackAdapter: info.isFallbackAdapter ?? adapter.isFallbackAdapter, shaderF16: adapter.features.has("shader-f16") };
   } else if (backend === "webnn") {
-    if (!navigator.ml) throw new Error("this Chromium has no navigator.ml (WebNN): it needs a build with WebNN and --enable-features=WebMachineLearningNeuralNetwork");
+    if (!navigator.ml) throw new Missing("this Chromium has no navigator.ml (WebNN): it needs a build with WebNN and --enable-features=WebMachineLearningNeuralNetwork");
     try {
       await navigator.ml.createContext({ deviceType });
     } catch (e) {
-      throw new Error(`no WebNN context for deviceType ${deviceType}: ${e.message ?? e}`);
+      throw new Missing(`no WebNN context for deviceType ${deviceType}: ${e.message ?? e}`);
     }
     found.webnn = { deviceType };
   }
@@ -96,7 +105,7 @@ window.hwmatrix = {
       const openMs = performance.now() - started;
       return { ok: true, openMs, found, log: window.hwmatrixLog.slice(logStart), inputNames: session.inputNames, outputNames: session.outputNames };
     } catch (e) {
-      return { ok: false, error: String(e?.message ?? e), log: window.hwmatrixLog.slice(-40) };
+      return { ok: false, error: String(e?.message ?? e), missing: e instanceof Missing, log: window.hwmatrixLog.slice(-40) };
     }
   },
 

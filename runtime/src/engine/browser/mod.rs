@@ -10,7 +10,9 @@
 //! the step fail with how it died.
 
 mod chromium;
+mod firefox;
 mod ort_log;
+mod process;
 mod server;
 
 use crate::engine::onnx::StaticInputs;
@@ -23,18 +25,19 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use chromiumoxide::Page;
-use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use hwmatrix_cell::paths;
 use hwmatrix_platforms as platforms;
 use serde_json::{Value, json};
 
 pub use self::chromium::pids as chromium_pids;
 use self::chromium::{Chromium, runtime};
+use self::firefox::Firefox;
+pub use self::firefox::pid as firefox_pid;
 use super::{Placement, Session, Threads};
-use crate::BrowserBackend;
 use crate::error::{CheckError, ErrorKind};
 use crate::placement::GraphNodes;
 use crate::tensor::{Data, Tensor, f16};
+use crate::{BrowserApp, BrowserBackend};
 
 /// Time limits of each step, generous for SwiftShader on two cores (a
 /// session of a large model compiles hundreds of shaders on the CPU).
@@ -70,14 +73,13 @@ const COMMON_FLAGS: [&str; 8] = [
 /// those shapes (`freeDimensionOverrides`). `nodes` is the fixture's account
 /// of the graph's nodes, for judging what ran off the provider.
 pub fn open(
+    app: BrowserApp,
     backend: BrowserBackend,
     device_type: Option<&'static str>,
     model: &Path,
     inputs: StaticInputs,
     nodes: GraphNodes,
 ) -> Result<Box<dyn Session>, CheckError> {
-    let executable = platforms::browser::browser_executable(backend)
-        .map_err(|m| CheckError::new(ErrorKind::PlatformAbsent, m))?;
     let ort_dist = platforms::browser::onnxruntime_web_dist()
         .map_err(|m| CheckError::new(ErrorKind::LibraryMissing, m))?;
     let fixtures = paths::fixtures_dir();
@@ -93,22 +95,22 @@ pub fn open(
         )
     })?;
     let model_url = format!("/fixtures/{}", relative.display());
-    let key = format!("{} {model_url} {device_type:?}", backend.name());
+    let key = format!(
+        "{} {} {model_url} {device_type:?}",
+        app.name(),
+        backend.name()
+    );
     let page = match take_pooled(&key) {
         Some(page) => page,
-        None => {
-            let chromium = chromium::shared(&executable, &flags(backend))?;
-            let page = new_page(
-                &chromium,
+        None => PageSession {
+            tab: Tab::harness(
+                app,
+                backend,
                 &format!("http://{addr}/harness.html?bundle={}", backend.ort_bundle()),
-            )?;
-            PageSession {
-                chromium,
-                page,
-                key,
-                opened: None,
-            }
-        }
+            )?,
+            key,
+            opened: None,
+        },
     };
     Ok(Box::new(BrowserSession {
         page: Some(page),
@@ -137,20 +139,8 @@ pub fn inspect_file(file: &Path, expression: &str) -> Result<(Value, Vec<u8>), C
         )
     })?;
     let url = format!("file://{}", file.display());
-    let page = match runtime().block_on(async {
-        tokio::time::timeout(PAGE_TIMEOUT, chromium.browser.new_page(url.as_str())).await
-    }) {
-        Ok(Ok(page)) => page,
-        Ok(Err(e)) => {
-            return Err(chromium.explain(CheckError::new(
-                ErrorKind::ModelLoad,
-                format!("cannot open {url}: {e}"),
-            )));
-        }
-        Err(_) => return Err(chromium.explain(timeout("opening the page", PAGE_TIMEOUT))),
-    };
-    let value = evaluate(
-        &chromium,
+    let page = chromium.new_page(url.as_str(), "opening the page", PAGE_TIMEOUT)?;
+    let value = chromium.evaluate(
         &page,
         "reading the page",
         expression.to_string(),
@@ -186,7 +176,7 @@ const POOL_PAGES: usize = 2;
 fn take_pooled(key: &str) -> Option<PageSession> {
     let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
     let at = pool.iter().position(|p| p.key == key)?;
-    pool.remove(at).filter(|p| p.chromium.exited().is_none())
+    pool.remove(at).filter(|p| p.tab.exited().is_none())
 }
 
 fn give_back(page: PageSession) {
@@ -204,19 +194,114 @@ static HUNG: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 
 /// A harness page and the ORT session open in it.
 struct PageSession {
-    chromium: Arc<Chromium>,
-    page: Page,
-    /// Backend, model and device type: what a pooled page may be reused for.
+    tab: Tab,
+    /// Browser, backend, model and device type: what a pooled page may be reused for.
     key: String,
     opened: Option<Opened>,
 }
 
 impl PageSession {
     fn close(self) {
-        if self.chromium.exited().is_none() {
-            let _ = runtime().block_on(async {
-                tokio::time::timeout(Duration::from_secs(10), self.page.close()).await
-            });
+        self.tab.close();
+    }
+}
+
+/// A page in one of the two browsers.
+enum Tab {
+    Chromium {
+        chromium: Arc<Chromium>,
+        page: Page,
+    },
+    Firefox {
+        firefox: Arc<Firefox>,
+        context: String,
+    },
+}
+
+impl Tab {
+    /// The harness page at `url` in the app's browser, once its module has
+    /// imported onnxruntime-web.
+    fn harness(app: BrowserApp, backend: BrowserBackend, url: &str) -> Result<Tab, CheckError> {
+        let started = Instant::now();
+        let step = "opening the harness page";
+        let tab = match app {
+            BrowserApp::Chromium => {
+                let executable = platforms::browser::browser_executable(backend)
+                    .map_err(|m| CheckError::new(ErrorKind::PlatformAbsent, m))?;
+                let chromium = chromium::shared(&executable, &flags(backend))?;
+                let page = chromium.new_page(url, step, PAGE_TIMEOUT)?;
+                Tab::Chromium { chromium, page }
+            }
+            BrowserApp::Firefox => {
+                let firefox = firefox::for_new_page()?;
+                let context = firefox.new_tab(url, step, PAGE_TIMEOUT)?;
+                Tab::Firefox { firefox, context }
+            }
+        };
+        loop {
+            let ready =
+                tab.evaluate(step, "window.hwmatrix?.ready === true".into(), PAGE_TIMEOUT)?;
+            if ready == Value::Bool(true) {
+                return Ok(tab);
+            }
+            if started.elapsed() > PAGE_TIMEOUT {
+                let log = tab
+                    .evaluate(
+                        "reading the page's log",
+                        "window.hwmatrixLog ?? []".into(),
+                        PAGE_TIMEOUT,
+                    )
+                    .unwrap_or_default();
+                tab.close();
+                return Err(CheckError::new(
+                    ErrorKind::LibraryMissing,
+                    format!(
+                        "the harness at {url} did not start within {} s (is onnxruntime-web served from /ort/?); page log: {log}",
+                        PAGE_TIMEOUT.as_secs()
+                    ),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Evaluates `expression` in the page (awaiting a promise), within `limit`.
+    fn evaluate(
+        &self,
+        step: &str,
+        expression: String,
+        limit: Duration,
+    ) -> Result<Value, CheckError> {
+        match self {
+            Tab::Chromium { chromium, page } => chromium.evaluate(page, step, expression, limit),
+            Tab::Firefox { firefox, context } => firefox.evaluate(context, step, expression, limit),
+        }
+    }
+
+    /// How the browser ended, if it has.
+    fn exited(&self) -> Option<String> {
+        match self {
+            Tab::Chromium { chromium, .. } => chromium.exited(),
+            Tab::Firefox { firefox, .. } => firefox.process.exited(),
+        }
+    }
+
+    fn close(self) {
+        match self {
+            Tab::Chromium { chromium, page } => chromium.close(page),
+            Tab::Firefox { firefox, context } => firefox.close(&context),
+        }
+    }
+
+    /// The browser, for records: its version and where it runs from.
+    fn browser(&self) -> String {
+        match self {
+            Tab::Chromium { chromium, .. } => format!(
+                "{} ({})",
+                chromium.version,
+                chromium.process.executable.display()
+            ),
+            Tab::Firefox { firefox, .. } => firefox::describe(firefox),
         }
     }
 }
@@ -245,86 +330,7 @@ fn server_address(ort_dist: &Path) -> Result<SocketAddr, CheckError> {
         .map_err(|m| CheckError::new(ErrorKind::EngineExited, m))
 }
 
-fn new_page(chromium: &Chromium, url: &str) -> Result<Page, CheckError> {
-    if let Some(how) = chromium.exited() {
-        return Err(CheckError::new(ErrorKind::EngineExited, how));
-    }
-    let started = Instant::now();
-    let page = match runtime().block_on(async {
-        tokio::time::timeout(PAGE_TIMEOUT, chromium.browser.new_page(url)).await
-    }) {
-        Ok(Ok(page)) => page,
-        Ok(Err(e)) => {
-            return Err(chromium.explain(CheckError::new(
-                ErrorKind::ModelLoad,
-                format!("cannot open the harness page {url}: {e}"),
-            )));
-        }
-        Err(_) => return Err(chromium.explain(timeout("opening the harness page", PAGE_TIMEOUT))),
-    };
-    // The harness module imports onnxruntime-web; wait until it has run.
-    loop {
-        let ready = evaluate(
-            chromium,
-            &page,
-            "opening the harness page",
-            "window.hwmatrix?.ready === true".into(),
-            PAGE_TIMEOUT,
-        )?;
-        if ready == Value::Bool(true) {
-            return Ok(page);
-        }
-        if started.elapsed() > PAGE_TIMEOUT {
-            let log = evaluate(
-                chromium,
-                &page,
-                "reading the page's log",
-                "window.hwmatrixLog ?? []".into(),
-                PAGE_TIMEOUT,
-            )
-            .unwrap_or_default();
-            return Err(CheckError::new(
-                ErrorKind::LibraryMissing,
-                format!(
-                    "the harness at {url} did not start within {} s (is onnxruntime-web served from /ort/?); page log: {log}",
-                    PAGE_TIMEOUT.as_secs()
-                ),
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Evaluates `expression` in the page (awaiting a promise), within `limit`.
-fn evaluate(
-    chromium: &Chromium,
-    page: &Page,
-    step: &str,
-    expression: String,
-    limit: Duration,
-) -> Result<Value, CheckError> {
-    if let Some(how) = chromium.exited() {
-        return Err(CheckError::new(ErrorKind::EngineExited, how));
-    }
-    let params = EvaluateParams::builder()
-        .expression(expression)
-        .await_promise(true)
-        .return_by_value(true)
-        .build()
-        .map_err(|e| CheckError::new(ErrorKind::RunFailed, format!("{step}: {e}")))?;
-    match runtime()
-        .block_on(async { tokio::time::timeout(limit, page.evaluate_expression(params)).await })
-    {
-        Ok(Ok(result)) => Ok(result.value().cloned().unwrap_or(Value::Null)),
-        Ok(Err(e)) => Err(chromium.explain(CheckError::new(
-            ErrorKind::RunFailed,
-            format!("{step}: {e}"),
-        ))),
-        Err(_) => Err(chromium.explain(timeout(step, limit))),
-    }
-}
-
-fn timeout(step: &str, limit: Duration) -> CheckError {
+pub(crate) fn timeout(step: &str, limit: Duration) -> CheckError {
     CheckError::new(
         ErrorKind::Timeout,
         format!("{step} took longer than its limit of {} s", limit.as_secs()),
@@ -364,10 +370,7 @@ impl BrowserSession {
         argument: Value,
         limit: Duration,
     ) -> Result<Value, CheckError> {
-        let page = self.page();
-        let reply = evaluate(
-            &page.chromium,
-            &page.page,
+        let reply = self.page().tab.evaluate(
             step,
             format!("window.hwmatrix.{function}({argument})"),
             limit,
@@ -380,7 +383,11 @@ impl BrowserSession {
             .get("error")
             .and_then(Value::as_str)
             .unwrap_or("the harness gave no reply");
-        let kind = if function == "open" {
+        // The harness says when the browser lacks what the backend needs (a
+        // WebGPU adapter, a WebNN context): this machine's, not the model's.
+        let kind = if reply.get("missing") == Some(&Value::Bool(true)) {
+            ErrorKind::PlatformAbsent
+        } else if function == "open" {
             ErrorKind::ModelLoad
         } else {
             ErrorKind::RunFailed
@@ -565,9 +572,8 @@ impl Session for BrowserSession {
         let bundle = self.backend.ort_bundle();
         let provider = self.backend.ort_provider();
         format!(
-            "onnxruntime-web {ort} ({bundle}, {provider}) in {} ({}); {device}",
-            page.chromium.version,
-            page.chromium.executable.display()
+            "onnxruntime-web {ort} ({bundle}, {provider}) in {}; {device}",
+            page.tab.browser()
         )
     }
 
@@ -587,7 +593,7 @@ impl Session for BrowserSession {
 impl Drop for BrowserSession {
     fn drop(&mut self) {
         if let Some(page) = self.page.take() {
-            if self.healthy && page.chromium.exited().is_none() {
+            if self.healthy && page.tab.exited().is_none() {
                 give_back(page);
             } else {
                 page.close();
