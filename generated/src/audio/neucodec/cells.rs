@@ -404,18 +404,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// neucodec on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// neucodec on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "neucodec on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795940968-21627 on vm, 2026-11-29T08:32:03Z): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason; neucodec on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795940968-21627 on vm, 2026-11-29T08:32:06Z): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason; neucodec on webgpu with firefox: runs failed: the engine or its provider (evidence: run 1795940968-21627 on vm, 2026-11-29T08:32:07Z): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "neucodec on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795940968-21627 on vm, 2026-11-29T08:32:03Z): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason; neucodec on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795940968-21627 on vm, 2026-11-29T08:32:06Z): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason; neucodec on webgpu with firefox: runs failed: the engine or its provider (evidence: run 1795940968-21627 on vm, 2026-11-29T08:32:07Z): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -424,7 +432,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "neucodec on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795940968-21627 on vm, 2026-11-29T08:32:03Z): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason; neucodec on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795940968-21627 on vm, 2026-11-29T08:32:06Z): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason; neucodec on webgpu with firefox: runs failed: the engine or its provider (evidence: run 1795940968-21627 on vm, 2026-11-29T08:32:07Z): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -433,7 +445,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "neucodec on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795940968-21627 on vm, 2026-11-29T08:32:03Z): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason; neucodec on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795940968-21627 on vm, 2026-11-29T08:32:06Z): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason; neucodec on webgpu with firefox: runs failed: the engine or its provider (evidence: run 1795940968-21627 on vm, 2026-11-29T08:32:07Z): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (6%), 0 µs (0%); WebGpuExecutionProvider: 649 nodes (94%), 0 µs (0%)); list an operator under `platforms.webgpu.fallback_ops` in model-specs/models/audio/neucodec.yaml only if it may run off WebGpuExecutionProvider, with the reason",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

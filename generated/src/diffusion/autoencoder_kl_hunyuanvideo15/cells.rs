@@ -408,18 +408,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// autoencoder_kl_hunyuanvideo15 on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// autoencoder_kl_hunyuanvideo15 on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "autoencoder_kl_hunyuanvideo15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:42:27Z): output sample_output: 3055 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-1; worst at flat index 2270: got -0.33448526263237, expected -0.6089345812797546)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:42:27Z): output sample_output: 3055 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-1; worst at flat index 2270: got -0.33448526263237, expected -0.6089345812797546)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -428,7 +436,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:42:27Z): output sample_output: 3055 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-1; worst at flat index 2270: got -0.33448526263237, expected -0.6089345812797546)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -437,7 +449,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:42:27Z): output sample_output: 3055 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 2.744e-1; worst at flat index 2270: got -0.33448526263237, expected -0.6089345812797546)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -373,18 +373,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// autoencoder_oobleck on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// autoencoder_oobleck on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "autoencoder_oobleck on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T08:44:34Z): output sample_output: 96 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 3.173e-2; worst at flat index 28: got 0.08802780508995056, expected 0.056294623762369156); autoencoder_oobleck on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T08:44:39Z): output sample_output: 47 of 48 elements outside abs 0.0001 + rel 0.001 (max abs error 3.239e-2; worst at flat index 28: got 0.09377830475568771, expected 0.06138506904244423)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_oobleck on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T08:44:34Z): output sample_output: 96 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 3.173e-2; worst at flat index 28: got 0.08802780508995056, expected 0.056294623762369156); autoencoder_oobleck on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T08:44:39Z): output sample_output: 47 of 48 elements outside abs 0.0001 + rel 0.001 (max abs error 3.239e-2; worst at flat index 28: got 0.09377830475568771, expected 0.06138506904244423)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -393,7 +401,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_oobleck on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T08:44:34Z): output sample_output: 96 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 3.173e-2; worst at flat index 28: got 0.08802780508995056, expected 0.056294623762369156); autoencoder_oobleck on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T08:44:39Z): output sample_output: 47 of 48 elements outside abs 0.0001 + rel 0.001 (max abs error 3.239e-2; worst at flat index 28: got 0.09377830475568771, expected 0.06138506904244423)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -402,7 +414,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_oobleck on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T08:44:34Z): output sample_output: 96 of 96 elements outside abs 0.0001 + rel 0.001 (max abs error 3.173e-2; worst at flat index 28: got 0.08802780508995056, expected 0.056294623762369156); autoencoder_oobleck on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T08:44:39Z): output sample_output: 47 of 48 elements outside abs 0.0001 + rel 0.001 (max abs error 3.239e-2; worst at flat index 28: got 0.09377830475568771, expected 0.06138506904244423)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -410,18 +410,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// transformer_cosmos on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// transformer_cosmos on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "transformer_cosmos on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:47:41Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Mul node. Name:'/model/transformer_blocks.0/attn1/Mul_1' Status Message: /model/transformer_blocks.0/attn1/Mul_1: right operand cannot broadcast on dim 3 LeftShape: {1,2,64,24}, RightShape: {1,1,64,12} (page log:  | === WebGPU Shader code [Concat, Key=\"Concat[6,3]:6|6|1:0;4|0;4|0;4|0;4|0;4|0;4:\"] End === |  | 2026-11-29 08:47:41.812699 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Sin:1|:2;:\" (3, 1, 1) | \u{1b}[1;31m2026-11-29 08:47:41.812880 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Mul node. Name:'/model/transformer_blocks.0/attn1/Mul_1' Status Message: /model/transformer_blocks.0/attn1/Mul_1: right operand cannot broadcast on dim 3 LeftShape: {1,2,64,24}, RightShape: {1,1,64,12}\u{1b}[m)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "transformer_cosmos on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:47:41Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Mul node. Name:'/model/transformer_blocks.0/attn1/Mul_1' Status Message: /model/transformer_blocks.0/attn1/Mul_1: right operand cannot broadcast on dim 3 LeftShape: {1,2,64,24}, RightShape: {1,1,64,12} (page log:  | === WebGPU Shader code [Concat, Key=\"Concat[6,3]:6|6|1:0;4|0;4|0;4|0;4|0;4|0;4:\"] End === |  | 2026-11-29 08:47:41.812699 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Sin:1|:2;:\" (3, 1, 1) | \u{1b}[1;31m2026-11-29 08:47:41.812880 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Mul node. Name:'/model/transformer_blocks.0/attn1/Mul_1' Status Message: /model/transformer_blocks.0/attn1/Mul_1: right operand cannot broadcast on dim 3 LeftShape: {1,2,64,24}, RightShape: {1,1,64,12}\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -430,7 +438,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "transformer_cosmos on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:47:41Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Mul node. Name:'/model/transformer_blocks.0/attn1/Mul_1' Status Message: /model/transformer_blocks.0/attn1/Mul_1: right operand cannot broadcast on dim 3 LeftShape: {1,2,64,24}, RightShape: {1,1,64,12} (page log:  | === WebGPU Shader code [Concat, Key=\"Concat[6,3]:6|6|1:0;4|0;4|0;4|0;4|0;4|0;4:\"] End === |  | 2026-11-29 08:47:41.812699 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Sin:1|:2;:\" (3, 1, 1) | \u{1b}[1;31m2026-11-29 08:47:41.812880 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Mul node. Name:'/model/transformer_blocks.0/attn1/Mul_1' Status Message: /model/transformer_blocks.0/attn1/Mul_1: right operand cannot broadcast on dim 3 LeftShape: {1,2,64,24}, RightShape: {1,1,64,12}\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -439,7 +451,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "transformer_cosmos on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:47:41Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Mul node. Name:'/model/transformer_blocks.0/attn1/Mul_1' Status Message: /model/transformer_blocks.0/attn1/Mul_1: right operand cannot broadcast on dim 3 LeftShape: {1,2,64,24}, RightShape: {1,1,64,12} (page log:  | === WebGPU Shader code [Concat, Key=\"Concat[6,3]:6|6|1:0;4|0;4|0;4|0;4|0;4|0;4:\"] End === |  | 2026-11-29 08:47:41.812699 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Sin:1|:2;:\" (3, 1, 1) | \u{1b}[1;31m2026-11-29 08:47:41.812880 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Mul node. Name:'/model/transformer_blocks.0/attn1/Mul_1' Status Message: /model/transformer_blocks.0/attn1/Mul_1: right operand cannot broadcast on dim 3 LeftShape: {1,2,64,24}, RightShape: {1,1,64,12}\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -411,18 +411,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// transformer_hunyuan_video_framepack on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// transformer_hunyuan_video_framepack on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "transformer_hunyuan_video_framepack on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:49:01Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:93 onnxruntime::ReshapeHelper::ReshapeHelper(const TensorShape &, TensorShapeVector &, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,12,20}, requested shape:{12,20}\n (page log:  | } |  | === WebGPU Shader code [LayerNorm, Key=\"LayerNorm[4|0|0]:1|1|1|1|1:2;|2;|2;:\"] End === | ); transformer_hunyuan_video_framepack on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:50:58Z): opening the model took longer than its limit of 120 s; transformer_hunyuan_video_framepack on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:51:01Z): running the model took longer than its limit of 120 s",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "transformer_hunyuan_video_framepack on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:49:01Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:93 onnxruntime::ReshapeHelper::ReshapeHelper(const TensorShape &, TensorShapeVector &, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,12,20}, requested shape:{12,20}\n (page log:  | } |  | === WebGPU Shader code [LayerNorm, Key=\"LayerNorm[4|0|0]:1|1|1|1|1:2;|2;|2;:\"] End === | ); transformer_hunyuan_video_framepack on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:50:58Z): opening the model took longer than its limit of 120 s; transformer_hunyuan_video_framepack on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:51:01Z): running the model took longer than its limit of 120 s",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -431,7 +439,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "transformer_hunyuan_video_framepack on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:49:01Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:93 onnxruntime::ReshapeHelper::ReshapeHelper(const TensorShape &, TensorShapeVector &, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,12,20}, requested shape:{12,20}\n (page log:  | } |  | === WebGPU Shader code [LayerNorm, Key=\"LayerNorm[4|0|0]:1|1|1|1|1:2;|2;|2;:\"] End === | ); transformer_hunyuan_video_framepack on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:50:58Z): opening the model took longer than its limit of 120 s; transformer_hunyuan_video_framepack on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:51:01Z): running the model took longer than its limit of 120 s",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -440,7 +452,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "transformer_hunyuan_video_framepack on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:49:01Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:93 onnxruntime::ReshapeHelper::ReshapeHelper(const TensorShape &, TensorShapeVector &, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,12,20}, requested shape:{12,20}\n (page log:  | } |  | === WebGPU Shader code [LayerNorm, Key=\"LayerNorm[4|0|0]:1|1|1|1|1:2;|2;|2;:\"] End === | ); transformer_hunyuan_video_framepack on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:50:58Z): opening the model took longer than its limit of 120 s; transformer_hunyuan_video_framepack on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:51:01Z): running the model took longer than its limit of 120 s",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

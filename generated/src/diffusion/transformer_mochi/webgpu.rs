@@ -42,28 +42,25 @@ mod native {
         "known issue: transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795849873-5944 on vm, 2026-11-28T07:15:51Z): output sample: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-1; worst at flat index 2412: got -0.8156826496124268, expected -1.580838918685913)"
     );
 }
-/// transformer_mochi on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
+/// transformer_mochi on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (transformer_mochi on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:56:18Z): output sample: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-1; worst at flat index 2412: got -0.8156825304031372, expected -1.580838918685913)).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_mochi::webgpu::firefox::`.
 mod firefox {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        super::super::cells::WEBGPU_FIREFOX, ignore =
+        "known issue: transformer_mochi on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:56:18Z): output sample: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-1; worst at flat index 2412: got -0.8156825304031372, expected -1.580838918685913)"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
+        "known issue: transformer_mochi on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:56:18Z): output sample: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-1; worst at flat index 2412: got -0.8156825304031372, expected -1.580838918685913)"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
+        "known issue: transformer_mochi on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:56:18Z): output sample: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-1; worst at flat index 2412: got -0.8156825304031372, expected -1.580838918685913)"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
+        "known issue: transformer_mochi on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:56:18Z): output sample: 2041 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 7.652e-1; worst at flat index 2412: got -0.8156825304031372, expected -1.580838918685913)"
     );
 }
 /// transformer_mochi's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

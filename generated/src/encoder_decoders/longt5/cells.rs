@@ -429,18 +429,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             stage: Some(runtime::Stage::Mismatch),
         },
     );
-/// longt5 on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// longt5 on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T08:59:15Z): output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772795677185059, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.2991664409637451, expected 1.0156800746917725)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T08:59:15Z): output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772795677185059, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.2991664409637451, expected 1.0156800746917725)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -449,7 +457,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T08:59:15Z): output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772795677185059, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.2991664409637451, expected 1.0156800746917725)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -458,7 +470,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T08:59:15Z): output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772795677185059, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.2991664409637451, expected 1.0156800746917725)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -50,28 +50,25 @@ mod native {
         "known issue: longt5 on webgpu with onnxruntime: generates failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:17:28Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 1022 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 4.170e-1; worst at flat index 433: got -0.5671160221099854, expected -0.15014195442199707)"
     );
 }
-/// longt5 on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
+/// longt5 on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T08:59:15Z): output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772795677185059, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.2991664409637451, expected 1.0156800746917725)).
 ///
 /// Select this cell with `cargo test -p generated encoder_decoders::longt5::webgpu::firefox::`.
 mod firefox {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        super::super::cells::WEBGPU_FIREFOX, ignore =
+        "known issue: longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T08:59:15Z): output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772795677185059, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.2991664409637451, expected 1.0156800746917725)"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
+        "known issue: longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T08:59:15Z): output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772795677185059, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.2991664409637451, expected 1.0156800746917725)"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
+        "known issue: longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T08:59:15Z): output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772795677185059, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.2991664409637451, expected 1.0156800746917725)"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
+        "known issue: longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T08:59:15Z): output last_hidden_state: 442 of 448 elements outside abs 0.0001 + rel 0.001 (max abs error 5.398e-1; worst at flat index 435: got -0.5772795677185059, expected -0.03746040537953377); output encoder_last_hidden_state: 783 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 7.165e-1; worst at flat index 616: got 0.2991664409637451, expected 1.0156800746917725)"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =

@@ -411,18 +411,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// pe_audio_video on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// pe_audio_video on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "pe_audio_video on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:02:51Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Split node. Name:'/model/audio_video_encoder/embedder/Split_2' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1 (page log: 2026-11-29 09:02:51.065420 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|3|3|3:0;3:\" (6, 1, 1) | 2026-11-29 09:02:51.065680 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:16,16,1:1:0;2:\" (2, 2, 1) | 2026-11-29 09:02:51.065880 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"MatMul[ActivationKind: 0;|4-4-1|1|4|1|1]:8,8,1:1|1|1|1|1|1|1||:2;2|2;2|1:3:0\" (1, 1, 1) | 2026-11-29 09:02:51.066120 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|3|3|3:0;3:\" (10, 1, 1) | \u{1b}[1;31m2026-11-29 09:02:51.066720 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Split node. Name:'/model/audio_video_encoder/embedder/Split_2' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1\u{1b}[m)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "pe_audio_video on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:02:51Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Split node. Name:'/model/audio_video_encoder/embedder/Split_2' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1 (page log: 2026-11-29 09:02:51.065420 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|3|3|3:0;3:\" (6, 1, 1) | 2026-11-29 09:02:51.065680 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:16,16,1:1:0;2:\" (2, 2, 1) | 2026-11-29 09:02:51.065880 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"MatMul[ActivationKind: 0;|4-4-1|1|4|1|1]:8,8,1:1|1|1|1|1|1|1||:2;2|2;2|1:3:0\" (1, 1, 1) | 2026-11-29 09:02:51.066120 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|3|3|3:0;3:\" (10, 1, 1) | \u{1b}[1;31m2026-11-29 09:02:51.066720 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Split node. Name:'/model/audio_video_encoder/embedder/Split_2' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -431,7 +439,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "pe_audio_video on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:02:51Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Split node. Name:'/model/audio_video_encoder/embedder/Split_2' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1 (page log: 2026-11-29 09:02:51.065420 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|3|3|3:0;3:\" (6, 1, 1) | 2026-11-29 09:02:51.065680 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:16,16,1:1:0;2:\" (2, 2, 1) | 2026-11-29 09:02:51.065880 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"MatMul[ActivationKind: 0;|4-4-1|1|4|1|1]:8,8,1:1|1|1|1|1|1|1||:2;2|2;2|1:3:0\" (1, 1, 1) | 2026-11-29 09:02:51.066120 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|3|3|3:0;3:\" (10, 1, 1) | \u{1b}[1;31m2026-11-29 09:02:51.066720 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Split node. Name:'/model/audio_video_encoder/embedder/Split_2' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -440,7 +452,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "pe_audio_video on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:02:51Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Split node. Name:'/model/audio_video_encoder/embedder/Split_2' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1 (page log: 2026-11-29 09:02:51.065420 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|3|3|3:0;3:\" (6, 1, 1) | 2026-11-29 09:02:51.065680 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:16,16,1:1:0;2:\" (2, 2, 1) | 2026-11-29 09:02:51.065880 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"MatMul[ActivationKind: 0;|4-4-1|1|4|1|1]:8,8,1:1|1|1|1|1|1|1||:2;2|2;2|1:3:0\" (1, 1, 1) | 2026-11-29 09:02:51.066120 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|3|3|3:0;3:\" (10, 1, 1) | \u{1b}[1;31m2026-11-29 09:02:51.066720 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Split node. Name:'/model/audio_video_encoder/embedder/Split_2' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={2} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 1\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -359,18 +359,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// seamless_m4t_v2 on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// seamless_m4t_v2 on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "seamless_m4t_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:05:44Z): output logits: 2750 of 14336 elements outside abs 0.0001 + rel 0.001 (max abs error 5.131e-3; worst at flat index 4288: got 0.09852692484855652, expected 0.09339579194784164)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "seamless_m4t_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:05:44Z): output logits: 2750 of 14336 elements outside abs 0.0001 + rel 0.001 (max abs error 5.131e-3; worst at flat index 4288: got 0.09852692484855652, expected 0.09339579194784164)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -379,7 +387,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "seamless_m4t_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:05:44Z): output logits: 2750 of 14336 elements outside abs 0.0001 + rel 0.001 (max abs error 5.131e-3; worst at flat index 4288: got 0.09852692484855652, expected 0.09339579194784164)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -388,7 +400,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "seamless_m4t_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:05:44Z): output logits: 2750 of 14336 elements outside abs 0.0001 + rel 0.001 (max abs error 5.131e-3; worst at flat index 4288: got 0.09852692484855652, expected 0.09339579194784164)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -411,18 +411,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// funnel on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// funnel on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "funnel on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:24:35Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Mul node. Name:'/model/encoder/blocks.2.0/attention/Mul_1' Status Message: /model/encoder/blocks.2.0/attention/Mul_1: left operand cannot broadcast on dim 3 LeftShape: {2,4,4,6}, RightShape: {4,7} (page log: 2026-11-29 09:24:35.591919 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|4|4|4:0;4:\" (3, 1, 1) | 2026-11-29 09:24:35.592280 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|2|2|2:0;2:\" (1, 1, 1) | 2026-11-29 09:24:35.592679 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Concat[2,0]:2|2|1:0;2|0;2:\" (1, 1, 1) | 2026-11-29 09:24:35.592899 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|2|2|2:0;2:\" (1, 1, 1) | \u{1b}[1;31m2026-11-29 09:24:35.593039 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Mul node. Name:'/model/encoder/blocks.2.0/attention/Mul_1' Status Message: /model/encoder/blocks.2.0/attention/Mul_1: left operand cannot broadcast on dim 3 LeftShape: {2,4,4,6}, RightShape: {4,7}\u{1b}[m)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "funnel on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:24:35Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Mul node. Name:'/model/encoder/blocks.2.0/attention/Mul_1' Status Message: /model/encoder/blocks.2.0/attention/Mul_1: left operand cannot broadcast on dim 3 LeftShape: {2,4,4,6}, RightShape: {4,7} (page log: 2026-11-29 09:24:35.591919 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|4|4|4:0;4:\" (3, 1, 1) | 2026-11-29 09:24:35.592280 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|2|2|2:0;2:\" (1, 1, 1) | 2026-11-29 09:24:35.592679 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Concat[2,0]:2|2|1:0;2|0;2:\" (1, 1, 1) | 2026-11-29 09:24:35.592899 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|2|2|2:0;2:\" (1, 1, 1) | \u{1b}[1;31m2026-11-29 09:24:35.593039 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Mul node. Name:'/model/encoder/blocks.2.0/attention/Mul_1' Status Message: /model/encoder/blocks.2.0/attention/Mul_1: left operand cannot broadcast on dim 3 LeftShape: {2,4,4,6}, RightShape: {4,7}\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -431,7 +439,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "funnel on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:24:35Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Mul node. Name:'/model/encoder/blocks.2.0/attention/Mul_1' Status Message: /model/encoder/blocks.2.0/attention/Mul_1: left operand cannot broadcast on dim 3 LeftShape: {2,4,4,6}, RightShape: {4,7} (page log: 2026-11-29 09:24:35.591919 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|4|4|4:0;4:\" (3, 1, 1) | 2026-11-29 09:24:35.592280 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|2|2|2:0;2:\" (1, 1, 1) | 2026-11-29 09:24:35.592679 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Concat[2,0]:2|2|1:0;2|0;2:\" (1, 1, 1) | 2026-11-29 09:24:35.592899 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|2|2|2:0;2:\" (1, 1, 1) | \u{1b}[1;31m2026-11-29 09:24:35.593039 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Mul node. Name:'/model/encoder/blocks.2.0/attention/Mul_1' Status Message: /model/encoder/blocks.2.0/attention/Mul_1: left operand cannot broadcast on dim 3 LeftShape: {2,4,4,6}, RightShape: {4,7}\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -440,7 +452,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "funnel on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:24:35Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Mul node. Name:'/model/encoder/blocks.2.0/attention/Mul_1' Status Message: /model/encoder/blocks.2.0/attention/Mul_1: left operand cannot broadcast on dim 3 LeftShape: {2,4,4,6}, RightShape: {4,7} (page log: 2026-11-29 09:24:35.591919 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|4|4|4:0;4:\" (3, 1, 1) | 2026-11-29 09:24:35.592280 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|2|2|2:0;2:\" (1, 1, 1) | 2026-11-29 09:24:35.592679 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Concat[2,0]:2|2|1:0;2|0;2:\" (1, 1, 1) | 2026-11-29 09:24:35.592899 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Slice:1|2|2|2:0;2:\" (1, 1, 1) | \u{1b}[1;31m2026-11-29 09:24:35.593039 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Mul node. Name:'/model/encoder/blocks.2.0/attention/Mul_1' Status Message: /model/encoder/blocks.2.0/attention/Mul_1: left operand cannot broadcast on dim 3 LeftShape: {2,4,4,6}, RightShape: {4,7}\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

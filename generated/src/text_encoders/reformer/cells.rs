@@ -411,18 +411,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// reformer on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// reformer on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "reformer on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:26:08Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:86 onnxruntime::ReshapeHelper::ReshapeHelper(const TensorShape &, TensorShapeVector &, bool) size != 0 && (input_shape_size % size) == 0 was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,1,13}, requested shape:{2,1,-1,4}\n (page log: 2026-11-29 09:26:07.951459 [V:onnxruntime:, session_state.cc:232 CreateGraphInfo] Done saving OrtValue mappings. | 2026-11-29 09:26:07.951540 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-29 09:26:07.953180 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-29 09:26:07.955619 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-29 09:26:07.956180 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized.); reformer on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:28:07Z): running the model took longer than its limit of 120 s; reformer on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:28:08Z): running the model took longer than its limit of 120 s",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "reformer on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:26:08Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:86 onnxruntime::ReshapeHelper::ReshapeHelper(const TensorShape &, TensorShapeVector &, bool) size != 0 && (input_shape_size % size) == 0 was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,1,13}, requested shape:{2,1,-1,4}\n (page log: 2026-11-29 09:26:07.951459 [V:onnxruntime:, session_state.cc:232 CreateGraphInfo] Done saving OrtValue mappings. | 2026-11-29 09:26:07.951540 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-29 09:26:07.953180 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-29 09:26:07.955619 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-29 09:26:07.956180 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized.); reformer on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:28:07Z): running the model took longer than its limit of 120 s; reformer on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:28:08Z): running the model took longer than its limit of 120 s",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -431,7 +439,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "reformer on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:26:08Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:86 onnxruntime::ReshapeHelper::ReshapeHelper(const TensorShape &, TensorShapeVector &, bool) size != 0 && (input_shape_size % size) == 0 was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,1,13}, requested shape:{2,1,-1,4}\n (page log: 2026-11-29 09:26:07.951459 [V:onnxruntime:, session_state.cc:232 CreateGraphInfo] Done saving OrtValue mappings. | 2026-11-29 09:26:07.951540 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-29 09:26:07.953180 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-29 09:26:07.955619 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-29 09:26:07.956180 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized.); reformer on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:28:07Z): running the model took longer than its limit of 120 s; reformer on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:28:08Z): running the model took longer than its limit of 120 s",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -440,7 +452,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "reformer on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:26:08Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:86 onnxruntime::ReshapeHelper::ReshapeHelper(const TensorShape &, TensorShapeVector &, bool) size != 0 && (input_shape_size % size) == 0 was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,1,13}, requested shape:{2,1,-1,4}\n (page log: 2026-11-29 09:26:07.951459 [V:onnxruntime:, session_state.cc:232 CreateGraphInfo] Done saving OrtValue mappings. | 2026-11-29 09:26:07.951540 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-29 09:26:07.953180 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-29 09:26:07.955619 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-29 09:26:07.956180 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized.); reformer on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:28:07Z): running the model took longer than its limit of 120 s; reformer on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:28:08Z): running the model took longer than its limit of 120 s",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

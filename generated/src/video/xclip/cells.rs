@@ -377,7 +377,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "xclip on webgpu with firefox: q4_matches_reference failed: the engine or its provider (evidence: run 1795943598-15939 on vm, 2026-11-29T09:15:46Z): output logits_per_video: cosine similarity 0.4219 in its worst row (of 2; mean 0.7108), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 1: got 0.5022643804550171, expected -0.3915289640426636); output logits_per_text: cosine similarity 0.8991 in its worst row (of 2; mean 0.9431), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 2: got 0.5022643804550171, expected -0.3915289640426636)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -386,7 +390,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "xclip on webgpu with firefox: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795943598-15939 on vm, 2026-11-29T09:15:51Z): output logits_per_video: cosine similarity 0.4268 in its worst row (of 2; mean 0.7133), below 0.95; relative L2 error 0.4713, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.876e-1; worst at flat index 1: got 0.49609375, expected -0.3915289640426636); output logits_per_text: cosine similarity 0.9005 in its worst row (of 2; mean 0.9437), below 0.95; relative L2 error 0.4713, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.876e-1; worst at flat index 2: got 0.49609375, expected -0.3915289640426636)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

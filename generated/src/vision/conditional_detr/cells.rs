@@ -351,18 +351,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// conditional_detr on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// conditional_detr on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "conditional_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:29:41Z): output last_hidden_state: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.440e0; worst at flat index 298: got 2.042300224304199, expected -0.39794501662254333); output encoder_last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.993e0; worst at flat index 23: got -0.057652849704027176, expected -2.0503149032592773); conditional_detr on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:29:45Z): output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.311e0; worst at flat index 339: got -2.166388750076294, expected 0.14452023804187775); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 1.936e0; worst at flat index 127: got 2.3975682258605957, expected 0.46123549342155457)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "conditional_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:29:41Z): output last_hidden_state: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.440e0; worst at flat index 298: got 2.042300224304199, expected -0.39794501662254333); output encoder_last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.993e0; worst at flat index 23: got -0.057652849704027176, expected -2.0503149032592773); conditional_detr on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:29:45Z): output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.311e0; worst at flat index 339: got -2.166388750076294, expected 0.14452023804187775); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 1.936e0; worst at flat index 127: got 2.3975682258605957, expected 0.46123549342155457)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -371,7 +379,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "conditional_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:29:41Z): output last_hidden_state: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.440e0; worst at flat index 298: got 2.042300224304199, expected -0.39794501662254333); output encoder_last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.993e0; worst at flat index 23: got -0.057652849704027176, expected -2.0503149032592773); conditional_detr on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:29:45Z): output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.311e0; worst at flat index 339: got -2.166388750076294, expected 0.14452023804187775); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 1.936e0; worst at flat index 127: got 2.3975682258605957, expected 0.46123549342155457)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -380,7 +392,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "conditional_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:29:41Z): output last_hidden_state: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.440e0; worst at flat index 298: got 2.042300224304199, expected -0.39794501662254333); output encoder_last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.993e0; worst at flat index 23: got -0.057652849704027176, expected -2.0503149032592773); conditional_detr on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:29:45Z): output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.311e0; worst at flat index 339: got -2.166388750076294, expected 0.14452023804187775); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 1.936e0; worst at flat index 127: got 2.3975682258605957, expected 0.46123549342155457)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -363,18 +363,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// dab-detr on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// dab-detr on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "dab-detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:30:08Z): output last_hidden_state: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 3.091e0; worst at flat index 64: got 2.584697961807251, expected -0.5063135623931885); output intermediate_hidden_states: 1536 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 3.091e0; worst at flat index 832: got 2.584697961807251, expected -0.5063135623931885); dab-detr on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:30:09Z): output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.2213902473449707, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.2213902473449707, expected -0.16211308538913727)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "dab-detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:30:08Z): output last_hidden_state: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 3.091e0; worst at flat index 64: got 2.584697961807251, expected -0.5063135623931885); output intermediate_hidden_states: 1536 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 3.091e0; worst at flat index 832: got 2.584697961807251, expected -0.5063135623931885); dab-detr on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:30:09Z): output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.2213902473449707, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.2213902473449707, expected -0.16211308538913727)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -383,7 +391,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "dab-detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:30:08Z): output last_hidden_state: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 3.091e0; worst at flat index 64: got 2.584697961807251, expected -0.5063135623931885); output intermediate_hidden_states: 1536 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 3.091e0; worst at flat index 832: got 2.584697961807251, expected -0.5063135623931885); dab-detr on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:30:09Z): output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.2213902473449707, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.2213902473449707, expected -0.16211308538913727)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -392,7 +404,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "dab-detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:30:08Z): output last_hidden_state: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 3.091e0; worst at flat index 64: got 2.584697961807251, expected -0.5063135623931885); output intermediate_hidden_states: 1536 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 3.091e0; worst at flat index 832: got 2.584697961807251, expected -0.5063135623931885); dab-detr on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:30:09Z): output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 64: got 2.2213902473449707, expected -0.16211308538913727); output intermediate_hidden_states: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.384e0; worst at flat index 448: got 2.2213902473449707, expected -0.16211308538913727)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

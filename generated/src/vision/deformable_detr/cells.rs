@@ -367,18 +367,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// deformable_detr on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// deformable_detr on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "deformable_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:30:17Z): output last_hidden_state: 762 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 3.105e-1; worst at flat index 33: got 1.2135498523712158, expected 0.9030899405479431); output intermediate_hidden_states: 1526 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 3.105e-1; worst at flat index 417: got 1.2135498523712158, expected 0.9030899405479431); output encoder_last_hidden_state: 21675 of 21760 elements outside abs 0.0001 + rel 0.001 (max abs error 3.905e0; worst at flat index 10712: got 2.8757688999176025, expected -1.0287539958953857); deformable_detr on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:30:26Z): output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276798248291016, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276798248291016, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021670818328857, expected -1.681936264038086)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deformable_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:30:17Z): output last_hidden_state: 762 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 3.105e-1; worst at flat index 33: got 1.2135498523712158, expected 0.9030899405479431); output intermediate_hidden_states: 1526 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 3.105e-1; worst at flat index 417: got 1.2135498523712158, expected 0.9030899405479431); output encoder_last_hidden_state: 21675 of 21760 elements outside abs 0.0001 + rel 0.001 (max abs error 3.905e0; worst at flat index 10712: got 2.8757688999176025, expected -1.0287539958953857); deformable_detr on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:30:26Z): output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276798248291016, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276798248291016, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021670818328857, expected -1.681936264038086)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -387,7 +395,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deformable_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:30:17Z): output last_hidden_state: 762 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 3.105e-1; worst at flat index 33: got 1.2135498523712158, expected 0.9030899405479431); output intermediate_hidden_states: 1526 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 3.105e-1; worst at flat index 417: got 1.2135498523712158, expected 0.9030899405479431); output encoder_last_hidden_state: 21675 of 21760 elements outside abs 0.0001 + rel 0.001 (max abs error 3.905e0; worst at flat index 10712: got 2.8757688999176025, expected -1.0287539958953857); deformable_detr on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:30:26Z): output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276798248291016, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276798248291016, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021670818328857, expected -1.681936264038086)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -396,7 +408,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deformable_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:30:17Z): output last_hidden_state: 762 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 3.105e-1; worst at flat index 33: got 1.2135498523712158, expected 0.9030899405479431); output intermediate_hidden_states: 1526 of 1536 elements outside abs 0.0001 + rel 0.001 (max abs error 3.105e-1; worst at flat index 417: got 1.2135498523712158, expected 0.9030899405479431); output encoder_last_hidden_state: 21675 of 21760 elements outside abs 0.0001 + rel 0.001 (max abs error 3.905e0; worst at flat index 10712: got 2.8757688999176025, expected -1.0287539958953857); deformable_detr on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:30:26Z): output last_hidden_state: 382 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 351: got 0.6276798248291016, expected 0.921001672744751); output intermediate_hidden_states: 764 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 2.933e-1; worst at flat index 735: got 0.6276798248291016, expected 0.921001672744751); output encoder_last_hidden_state: 10825 of 10880 elements outside abs 0.0001 + rel 0.001 (max abs error 4.084e0; worst at flat index 10406: got 2.4021670818328857, expected -1.681936264038086)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

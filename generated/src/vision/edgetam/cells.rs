@@ -351,18 +351,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// edgetam on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// edgetam on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "edgetam on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:02Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651838086545, expected -0.00005258080273051746); edgetam on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:07Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.00002557603693276178, expected 0.00010895189916482195)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:02Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651838086545, expected -0.00005258080273051746); edgetam on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:07Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.00002557603693276178, expected 0.00010895189916482195)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -371,7 +379,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:02Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651838086545, expected -0.00005258080273051746); edgetam on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:07Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.00002557603693276178, expected 0.00010895189916482195)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -380,7 +392,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:02Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651838086545, expected -0.00005258080273051746); edgetam on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:07Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.00002557603693276178, expected 0.00010895189916482195)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

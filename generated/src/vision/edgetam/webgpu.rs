@@ -45,28 +45,25 @@ mod native {
         "known issue: edgetam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:54Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651838086545, expected -0.00005258080273051746); edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:57Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.00002557603693276178, expected 0.00010895189916482195)"
     );
 }
-/// edgetam on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
+/// edgetam on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (edgetam on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:02Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651838086545, expected -0.00005258080273051746); edgetam on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:07Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.00002557603693276178, expected 0.00010895189916482195)).
 ///
 /// Select this cell with `cargo test -p generated vision::edgetam::webgpu::firefox::`.
 mod firefox {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        super::super::cells::WEBGPU_FIREFOX, ignore =
+        "known issue: edgetam on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:02Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651838086545, expected -0.00005258080273051746); edgetam on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:07Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.00002557603693276178, expected 0.00010895189916482195)"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
+        "known issue: edgetam on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:02Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651838086545, expected -0.00005258080273051746); edgetam on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:07Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.00002557603693276178, expected 0.00010895189916482195)"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
+        "known issue: edgetam on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:02Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651838086545, expected -0.00005258080273051746); edgetam on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:07Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.00002557603693276178, expected 0.00010895189916482195)"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
+        "known issue: edgetam on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:02Z): output image_embeddings_0: 12 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.465e-4; worst at flat index 6501: got 0.00009391651838086545, expected -0.00005258080273051746); edgetam on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:07Z): output image_embeddings_0: 6 of 4096 elements outside abs 0.0001 + rel 0.001 (max abs error 1.345e-4; worst at flat index 2851: got -0.00002557603693276178, expected 0.00010895189916482195)"
     );
 }
 /// edgetam's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

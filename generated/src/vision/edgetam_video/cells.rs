@@ -369,18 +369,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// edgetam_video on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// edgetam_video on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "edgetam_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:10Z): output fpn_hidden_states_0: 11676 of 16384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.861e-3; worst at flat index 6723: got 0.0011198519496247172, expected -0.0007406686781905591); edgetam_video on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:12Z): output fpn_hidden_states_0: 5773 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.533e-3; worst at flat index 7966: got 0.0006668044370599091, expected -0.0008666575304232538)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:10Z): output fpn_hidden_states_0: 11676 of 16384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.861e-3; worst at flat index 6723: got 0.0011198519496247172, expected -0.0007406686781905591); edgetam_video on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:12Z): output fpn_hidden_states_0: 5773 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.533e-3; worst at flat index 7966: got 0.0006668044370599091, expected -0.0008666575304232538)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -389,7 +397,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:10Z): output fpn_hidden_states_0: 11676 of 16384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.861e-3; worst at flat index 6723: got 0.0011198519496247172, expected -0.0007406686781905591); edgetam_video on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:12Z): output fpn_hidden_states_0: 5773 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.533e-3; worst at flat index 7966: got 0.0006668044370599091, expected -0.0008666575304232538)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -398,7 +410,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:10Z): output fpn_hidden_states_0: 11676 of 16384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.861e-3; worst at flat index 6723: got 0.0011198519496247172, expected -0.0007406686781905591); edgetam_video on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:12Z): output fpn_hidden_states_0: 5773 of 8192 elements outside abs 0.0001 + rel 0.001 (max abs error 1.533e-3; worst at flat index 7966: got 0.0006668044370599091, expected -0.0008666575304232538)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

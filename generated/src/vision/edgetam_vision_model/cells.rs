@@ -348,18 +348,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// edgetam_vision_model on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// edgetam_vision_model on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "edgetam_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:15Z): output fpn_hidden_states_0: 46957 of 65536 elements outside abs 0.0001 + rel 0.001 (max abs error 1.661e-3; worst at flat index 26685: got -0.0007289276109077036, expected 0.0009321776451542974); edgetam_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:17Z): output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613082321360707, expected 0.0009670084109529853)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:15Z): output fpn_hidden_states_0: 46957 of 65536 elements outside abs 0.0001 + rel 0.001 (max abs error 1.661e-3; worst at flat index 26685: got -0.0007289276109077036, expected 0.0009321776451542974); edgetam_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:17Z): output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613082321360707, expected 0.0009670084109529853)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -368,7 +376,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:15Z): output fpn_hidden_states_0: 46957 of 65536 elements outside abs 0.0001 + rel 0.001 (max abs error 1.661e-3; worst at flat index 26685: got -0.0007289276109077036, expected 0.0009321776451542974); edgetam_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:17Z): output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613082321360707, expected 0.0009670084109529853)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -377,7 +389,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "edgetam_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:15Z): output fpn_hidden_states_0: 46957 of 65536 elements outside abs 0.0001 + rel 0.001 (max abs error 1.661e-3; worst at flat index 26685: got -0.0007289276109077036, expected 0.0009321776451542974); edgetam_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:31:17Z): output fpn_hidden_states_0: 23226 of 32768 elements outside abs 0.0001 + rel 0.001 (max abs error 1.528e-3; worst at flat index 32025: got -0.0005613082321360707, expected 0.0009670084109529853)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

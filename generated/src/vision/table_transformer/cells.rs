@@ -345,18 +345,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// table-transformer on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// table-transformer on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "table-transformer on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:39:54Z): output last_hidden_state: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 8.534e-1; worst at flat index 270: got 1.5447697639465332, expected 0.691339910030365); output encoder_last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.830e0; worst at flat index 187: got -1.1014972925186157, expected 1.7280353307724); table-transformer on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:39:56Z): output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 9.238e-1; worst at flat index 270: got 1.5162237882614136, expected 0.5924274921417236); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.644e0; worst at flat index 59: got -0.7947007417678833, expected 1.849069595336914)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Mismatch),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "table-transformer on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:39:54Z): output last_hidden_state: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 8.534e-1; worst at flat index 270: got 1.5447697639465332, expected 0.691339910030365); output encoder_last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.830e0; worst at flat index 187: got -1.1014972925186157, expected 1.7280353307724); table-transformer on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:39:56Z): output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 9.238e-1; worst at flat index 270: got 1.5162237882614136, expected 0.5924274921417236); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.644e0; worst at flat index 59: got -0.7947007417678833, expected 1.849069595336914)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -365,7 +373,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "table-transformer on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:39:54Z): output last_hidden_state: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 8.534e-1; worst at flat index 270: got 1.5447697639465332, expected 0.691339910030365); output encoder_last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.830e0; worst at flat index 187: got -1.1014972925186157, expected 1.7280353307724); table-transformer on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:39:56Z): output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 9.238e-1; worst at flat index 270: got 1.5162237882614136, expected 0.5924274921417236); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.644e0; worst at flat index 59: got -0.7947007417678833, expected 1.849069595336914)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -374,7 +386,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "table-transformer on webgpu with firefox: dynamic_shapes failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:39:54Z): output last_hidden_state: 768 of 768 elements outside abs 0.0001 + rel 0.001 (max abs error 8.534e-1; worst at flat index 270: got 1.5447697639465332, expected 0.691339910030365); output encoder_last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 2.830e0; worst at flat index 187: got -1.1014972925186157, expected 1.7280353307724); table-transformer on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:39:56Z): output last_hidden_state: 384 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 9.238e-1; worst at flat index 270: got 1.5162237882614136, expected 0.5924274921417236); output encoder_last_hidden_state: 128 of 128 elements outside abs 0.0001 + rel 0.001 (max abs error 2.644e0; worst at flat index 59: got -0.7947007417678833, expected 1.849069595336914)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -421,18 +421,26 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
-/// granite_docling on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
+/// granite_docling on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::Run,
+        runtime::Planned::KnownIssue {
+            reason: "granite_docling on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:47:30Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4 (page log: 2026-11-29 09:47:30.042459 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Mul[E10]:1|1:2;|2;:2;\" (1, 1, 1) | 2026-11-29 09:47:30.042559 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Mul[E00]:1|1:2;|2;:2;\" (1, 1, 1) | 2026-11-29 09:47:30.042699 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"MatMul[ActivationKind: 0;|4-1-1|1|4|1|1]:8,8,1:1|1|1|1|1|1|1||:2;2|2;2:3:0\" (1, 1, 1) | 2026-11-29 09:47:30.042919 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"LayerNorm[4|0|0]:1|1|1|1|1:2;|2;|2;:\" (8, 1, 1) | \u{1b}[1;31m2026-11-29 09:47:30.043079 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4\u{1b}[m)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Run),
+        },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "granite_docling on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:47:30Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4 (page log: 2026-11-29 09:47:30.042459 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Mul[E10]:1|1:2;|2;:2;\" (1, 1, 1) | 2026-11-29 09:47:30.042559 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Mul[E00]:1|1:2;|2;:2;\" (1, 1, 1) | 2026-11-29 09:47:30.042699 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"MatMul[ActivationKind: 0;|4-1-1|1|4|1|1]:8,8,1:1|1|1|1|1|1|1||:2;2|2;2:3:0\" (1, 1, 1) | 2026-11-29 09:47:30.042919 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"LayerNorm[4|0|0]:1|1|1|1|1:2;|2;|2;:\" (8, 1, 1) | \u{1b}[1;31m2026-11-29 09:47:30.043079 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -441,7 +449,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "granite_docling on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:47:30Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4 (page log: 2026-11-29 09:47:30.042459 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Mul[E10]:1|1:2;|2;:2;\" (1, 1, 1) | 2026-11-29 09:47:30.042559 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Mul[E00]:1|1:2;|2;:2;\" (1, 1, 1) | 2026-11-29 09:47:30.042699 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"MatMul[ActivationKind: 0;|4-1-1|1|4|1|1]:8,8,1:1|1|1|1|1|1|1||:2;2|2;2:3:0\" (1, 1, 1) | 2026-11-29 09:47:30.042919 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"LayerNorm[4|0|0]:1|1|1|1|1:2;|2;|2;:\" (8, 1, 1) | \u{1b}[1;31m2026-11-29 09:47:30.043079 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -450,7 +462,11 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "granite_docling on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:47:30Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4 (page log: 2026-11-29 09:47:30.042459 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Mul[E10]:1|1:2;|2;:2;\" (1, 1, 1) | 2026-11-29 09:47:30.042559 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Mul[E00]:1|1:2;|2;:2;\" (1, 1, 1) | 2026-11-29 09:47:30.042699 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"MatMul[ActivationKind: 0;|4-1-1|1|4|1|1]:8,8,1:1|1|1|1|1|1|1||:2;2|2;2:3:0\" (1, 1, 1) | 2026-11-29 09:47:30.042919 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"LayerNorm[4|0|0]:1|1|1|1|1:2;|2;|2;:\" (8, 1, 1) | \u{1b}[1;31m2026-11-29 09:47:30.043079 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4\u{1b}[m)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -50,28 +50,25 @@ mod native {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
-/// idefics3 on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
+/// idefics3 on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (idefics3 on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:48:18Z): output last_hidden_state: 376 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.003e0; worst at flat index 14: got 1.1913329362869263, expected 0.18844212591648102)).
 ///
 /// Select this cell with `cargo test -p generated vision_language::idefics3::webgpu::firefox::`.
 mod firefox {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        super::super::cells::WEBGPU_FIREFOX, ignore =
+        "known issue: idefics3 on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:48:18Z): output last_hidden_state: 376 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.003e0; worst at flat index 14: got 1.1913329362869263, expected 0.18844212591648102)"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
+        "known issue: idefics3 on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:48:18Z): output last_hidden_state: 376 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.003e0; worst at flat index 14: got 1.1913329362869263, expected 0.18844212591648102)"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
+        "known issue: idefics3 on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:48:18Z): output last_hidden_state: 376 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.003e0; worst at flat index 14: got 1.1913329362869263, expected 0.18844212591648102)"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
+        "known issue: idefics3 on webgpu with firefox: matches_reference failed: the engine or its provider (evidence: run 1795941645-1056 on vm, 2026-11-29T09:48:18Z): output last_hidden_state: 376 of 384 elements outside abs 0.0001 + rel 0.001 (max abs error 1.003e0; worst at flat index 14: got 1.1913329362869263, expected 0.18844212591648102)"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =
