@@ -77,6 +77,26 @@ async function environment(backend, deviceType) {
   return found;
 }
 
+// A promise onnxruntime-web starts and never awaits can reject unhandled, and
+// then the call it belongs to never settles: WebNN's graph build refusing a
+// graph ("The tensor byte length is over the limit") left the session's
+// creation pending until the engine's time limit, which read as a hang of
+// this machine's. Each call here fails with that rejection instead.
+let onUnhandled = null;
+window.addEventListener("unhandledrejection", (e) => onUnhandled?.(e.reason));
+
+async function settledOrUnhandled(promise, what) {
+  const unhandled = new Promise((_, reject) => {
+    onUnhandled = (reason) =>
+      reject(new Error(`${what} never settled: onnxruntime-web left a promise rejected and unhandled: ${reason?.name ?? "Error"}: ${reason?.message ?? reason}`));
+  });
+  try {
+    return await Promise.race([promise, unhandled]);
+  } finally {
+    onUnhandled = null;
+  }
+}
+
 let session = null;
 
 window.hwmatrix = {
@@ -95,13 +115,16 @@ window.hwmatrix = {
       const started = performance.now();
       await session?.release();
       session = null;
-      session = await ort.InferenceSession.create(model, {
-        executionProviders: [provider],
-        freeDimensionOverrides: overrides ?? {},
-        logSeverityLevel: 0,
-        logVerbosityLevel: 0,
-        graphOptimizationLevel: "all",
-      });
+      session = await settledOrUnhandled(
+        ort.InferenceSession.create(model, {
+          executionProviders: [provider],
+          freeDimensionOverrides: overrides ?? {},
+          logSeverityLevel: 0,
+          logVerbosityLevel: 0,
+          graphOptimizationLevel: "all",
+        }),
+        "creating the session",
+      );
       const openMs = performance.now() - started;
       return { ok: true, openMs, found, log: window.hwmatrixLog.slice(logStart), inputNames: session.inputNames, outputNames: session.outputNames };
     } catch (e) {
@@ -118,7 +141,7 @@ window.hwmatrix = {
       // Only the graph's inputs: an exporter drops an input the traced model never read.
       for (const input of inputs) if (session.inputNames.includes(input.name)) feeds[input.name] = toTensor(input);
       const started = performance.now();
-      const results = await session.run(feeds, { logSeverityLevel: 3 });
+      const results = await settledOrUnhandled(session.run(feeds, { logSeverityLevel: 3 }), "the run");
       const ms = performance.now() - started;
       if (timeOnly) return { ok: true, ms };
       const outputs = session.outputNames.map((name) => fromTensor(name, results[name]));
