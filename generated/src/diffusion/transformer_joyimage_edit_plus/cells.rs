@@ -407,25 +407,23 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// transformer_joyimage_edit_plus on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
+/// transformer_joyimage_edit_plus on webgpu: not-tested (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::KnownIssue {
-            reason: "transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:52:18Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:93 onnxruntime::ReshapeHelper::ReshapeHelper(const TensorShape &, TensorShapeVector &, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,192}, requested shape:{1,6,32}\n (page log: === WebGPU Shader code [QuickGelu, Key=\"QuickGelu:1|1:2;:\"] End === |  | 2026-11-29 08:52:18.656839 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gemm[1|0|1|0|1]:8,8,1:1|1|1|1|1|1|1|1:2;2|2;2|2;1:2;2\" (1, 1, 1) | 2026-11-29 08:52:18.657039 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"QuickGelu:1|1:2;:\" (1, 1, 1) | 2026-11-29 08:52:18.699679 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gemm[1|0|1|0|1]:8,8,1:1|1|1|1|1|1|1|1:2;2|2;2|2;1:2;2\" (6, 1, 1)); transformer_joyimage_edit_plus on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:54:18Z): running the model took longer than its limit of 120 s; transformer_joyimage_edit_plus on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:53:58Z): opening the harness page took longer than its limit of 60 s",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Run),
+        runtime::Planned::NotTested {
+            reason: "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:22Z): no record (the test did not run: its process ended before it could write one); transformer_joyimage_edit_plus on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:22Z): no record (the test did not run: its process ended before it could write one)",
+            stage: runtime::Stage::Run,
         },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:52:18Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:93 onnxruntime::ReshapeHelper::ReshapeHelper(const TensorShape &, TensorShapeVector &, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,192}, requested shape:{1,6,32}\n (page log: === WebGPU Shader code [QuickGelu, Key=\"QuickGelu:1|1:2;:\"] End === |  | 2026-11-29 08:52:18.656839 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gemm[1|0|1|0|1]:8,8,1:1|1|1|1|1|1|1|1:2;2|2;2|2;1:2;2\" (1, 1, 1) | 2026-11-29 08:52:18.657039 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"QuickGelu:1|1:2;:\" (1, 1, 1) | 2026-11-29 08:52:18.699679 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gemm[1|0|1|0|1]:8,8,1:1|1|1|1|1|1|1|1:2;2|2;2|2;1:2;2\" (6, 1, 1)); transformer_joyimage_edit_plus on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:54:18Z): running the model took longer than its limit of 120 s; transformer_joyimage_edit_plus on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:53:58Z): opening the harness page took longer than its limit of 60 s",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:22Z): no record (the test did not run: its process ended before it could write one); transformer_joyimage_edit_plus on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:22Z): no record (the test did not run: its process ended before it could write one)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -435,10 +433,9 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:52:18Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:93 onnxruntime::ReshapeHelper::ReshapeHelper(const TensorShape &, TensorShapeVector &, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,192}, requested shape:{1,6,32}\n (page log: === WebGPU Shader code [QuickGelu, Key=\"QuickGelu:1|1:2;:\"] End === |  | 2026-11-29 08:52:18.656839 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gemm[1|0|1|0|1]:8,8,1:1|1|1|1|1|1|1|1:2;2|2;2|2;1:2;2\" (1, 1, 1) | 2026-11-29 08:52:18.657039 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"QuickGelu:1|1:2;:\" (1, 1, 1) | 2026-11-29 08:52:18.699679 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gemm[1|0|1|0|1]:8,8,1:1|1|1|1|1|1|1|1:2;2|2;2|2;1:2;2\" (6, 1, 1)); transformer_joyimage_edit_plus on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:54:18Z): running the model took longer than its limit of 120 s; transformer_joyimage_edit_plus on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:53:58Z): opening the harness page took longer than its limit of 60 s",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:22Z): no record (the test did not run: its process ended before it could write one); transformer_joyimage_edit_plus on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:22Z): no record (the test did not run: its process ended before it could write one)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -448,10 +445,9 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T08:52:18Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:93 onnxruntime::ReshapeHelper::ReshapeHelper(const TensorShape &, TensorShapeVector &, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,192}, requested shape:{1,6,32}\n (page log: === WebGPU Shader code [QuickGelu, Key=\"QuickGelu:1|1:2;:\"] End === |  | 2026-11-29 08:52:18.656839 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gemm[1|0|1|0|1]:8,8,1:1|1|1|1|1|1|1|1:2;2|2;2|2;1:2;2\" (1, 1, 1) | 2026-11-29 08:52:18.657039 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"QuickGelu:1|1:2;:\" (1, 1, 1) | 2026-11-29 08:52:18.699679 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Gemm[1|0|1|0|1]:8,8,1:1|1|1|1|1|1|1|1:2;2|2;2|2;1:2;2\" (6, 1, 1)); transformer_joyimage_edit_plus on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:54:18Z): running the model took longer than its limit of 120 s; transformer_joyimage_edit_plus on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:53:58Z): opening the harness page took longer than its limit of 60 s",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:22Z): no record (the test did not run: its process ended before it could write one); transformer_joyimage_edit_plus on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:22Z): no record (the test did not run: its process ended before it could write one)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,

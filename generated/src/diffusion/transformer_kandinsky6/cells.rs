@@ -351,24 +351,18 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// transformer_kandinsky6 on webgpu: not-tested (onnxruntime-web in headless Firefox, webgpu).
+/// transformer_kandinsky6 on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::NotTested {
-            reason: "not tested here: transformer_kandinsky6 on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:54:59Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:18Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:59Z): opening the harness page took longer than its limit of 60 s",
-            stage: runtime::Stage::Run,
-        },
+        runtime::Planned::Run,
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::NotTested {
-                    reason: "not tested here: transformer_kandinsky6 on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:54:59Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:18Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:59Z): opening the harness page took longer than its limit of 60 s",
-                    stage: runtime::Stage::Run,
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
                     max_rel_l2: 0.05f64,
@@ -377,10 +371,7 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::NotTested {
-                    reason: "not tested here: transformer_kandinsky6 on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:54:59Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:18Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:59Z): opening the harness page took longer than its limit of 60 s",
-                    stage: runtime::Stage::Run,
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,
@@ -389,10 +380,7 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::NotTested {
-                    reason: "not tested here: transformer_kandinsky6 on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:54:59Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:18Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:59Z): opening the harness page took longer than its limit of 60 s",
-                    stage: runtime::Stage::Run,
-                },
+                planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
                     max_rel_l2: 0.25f64,

@@ -48,25 +48,28 @@ mod native {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
-/// transformer_kandinsky6 on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested here: transformer_kandinsky6 on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:54:59Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:18Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:59Z): opening the harness page took longer than its limit of 60 s).
+/// transformer_kandinsky6 on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_kandinsky6::webgpu::firefox::`.
 mod firefox {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_FIREFOX, ignore =
-        "not tested here: transformer_kandinsky6 on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:54:59Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:18Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:59Z): opening the harness page took longer than its limit of 60 s"
+        super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =
+        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
-        "not tested here: transformer_kandinsky6 on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:54:59Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:18Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:59Z): opening the harness page took longer than its limit of 60 s"
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, features =
+        ["webgpu", "firefox"], off =
+        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
-        "not tested here: transformer_kandinsky6 on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:54:59Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:18Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:59Z): opening the harness page took longer than its limit of 60 s"
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, features =
+        ["webgpu", "firefox"], off =
+        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
-        "not tested here: transformer_kandinsky6 on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:54:59Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:18Z): opening the harness page took longer than its limit of 60 s; transformer_kandinsky6 on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T08:55:59Z): opening the harness page took longer than its limit of 60 s"
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, features =
+        ["webgpu", "firefox"], off =
+        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
     );
 }
 /// transformer_kandinsky6's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -491,25 +491,23 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             stage: Some(runtime::Stage::Export),
         },
     );
-/// cpmant on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
+/// cpmant on webgpu: not-tested (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::KnownIssue {
-            reason: "cpmant on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:07:59Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:93 onnxruntime::ReshapeHelper::ReshapeHelper(const TensorShape &, TensorShapeVector &, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,40}, requested shape:{2,1,45}\n (page log:  | } |  | === WebGPU Shader code [Cast, Key=\"Cast[7]:1|1:8;:\"] End === | ); cpmant on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:09:58Z): opening the model took longer than its limit of 120 s; cpmant on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:09:59Z): running the model took longer than its limit of 120 s",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Run),
+        runtime::Planned::NotTested {
+            reason: "not tested here: cpmant on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:33Z): no record (the test did not run: its process ended before it could write one); cpmant on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:33Z): no record (the test did not run: its process ended before it could write one)",
+            stage: runtime::Stage::Run,
         },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "cpmant on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:07:59Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:93 onnxruntime::ReshapeHelper::ReshapeHelper(const TensorShape &, TensorShapeVector &, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,40}, requested shape:{2,1,45}\n (page log:  | } |  | === WebGPU Shader code [Cast, Key=\"Cast[7]:1|1:8;:\"] End === | ); cpmant on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:09:58Z): opening the model took longer than its limit of 120 s; cpmant on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:09:59Z): running the model took longer than its limit of 120 s",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: cpmant on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:33Z): no record (the test did not run: its process ended before it could write one); cpmant on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:33Z): no record (the test did not run: its process ended before it could write one)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -519,10 +517,9 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "cpmant on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:07:59Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:93 onnxruntime::ReshapeHelper::ReshapeHelper(const TensorShape &, TensorShapeVector &, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,40}, requested shape:{2,1,45}\n (page log:  | } |  | === WebGPU Shader code [Cast, Key=\"Cast[7]:1|1:8;:\"] End === | ); cpmant on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:09:58Z): opening the model took longer than its limit of 120 s; cpmant on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:09:59Z): running the model took longer than its limit of 120 s",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: cpmant on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:33Z): no record (the test did not run: its process ended before it could write one); cpmant on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:33Z): no record (the test did not run: its process ended before it could write one)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -532,10 +529,9 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "cpmant on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:07:59Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:93 onnxruntime::ReshapeHelper::ReshapeHelper(const TensorShape &, TensorShapeVector &, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,40}, requested shape:{2,1,45}\n (page log:  | } |  | === WebGPU Shader code [Cast, Key=\"Cast[7]:1|1:8;:\"] End === | ); cpmant on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:09:58Z): opening the model took longer than its limit of 120 s; cpmant on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:09:59Z): running the model took longer than its limit of 120 s",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: cpmant on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:33Z): no record (the test did not run: its process ended before it could write one); cpmant on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:33Z): no record (the test did not run: its process ended before it could write one)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,

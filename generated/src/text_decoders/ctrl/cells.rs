@@ -335,7 +335,7 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         runtime::Planned::NotTested {
-            reason: "not tested here: ctrl on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:10:58Z): opening the harness page took longer than its limit of 60 s; ctrl on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:10:59Z): opening the harness page took longer than its limit of 60 s",
+            reason: "not tested here: ctrl on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:34Z): no record (the test did not run: its process ended before it could write one)",
             stage: runtime::Stage::Run,
         },
     )
@@ -344,7 +344,7 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: ctrl on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:10:58Z): opening the harness page took longer than its limit of 60 s; ctrl on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:10:59Z): opening the harness page took longer than its limit of 60 s",
+                    reason: "not tested here: ctrl on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:34Z): no record (the test did not run: its process ended before it could write one)",
                     stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
@@ -356,7 +356,7 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: ctrl on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:10:58Z): opening the harness page took longer than its limit of 60 s; ctrl on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:10:59Z): opening the harness page took longer than its limit of 60 s",
+                    reason: "not tested here: ctrl on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:34Z): no record (the test did not run: its process ended before it could write one)",
                     stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
@@ -368,7 +368,7 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: ctrl on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:10:58Z): opening the harness page took longer than its limit of 60 s; ctrl on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:10:59Z): opening the harness page took longer than its limit of 60 s",
+                    reason: "not tested here: ctrl on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:34Z): no record (the test did not run: its process ended before it could write one)",
                     stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {

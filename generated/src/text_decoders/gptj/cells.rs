@@ -259,9 +259,10 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested here: gptj on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795870467-25680 on vm, 2026-11-28T13:01:43Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            stage: runtime::Stage::Run,
+        runtime::Planned::KnownIssue {
+            reason: "gptj on webnn with browser: generates failed: the engine or its provider (evidence: run 1795950216-8885 on vm, 2026-11-29T11:06:05Z): step 0 (decoder): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed to execute 'build' on 'MLGraphBuilder': gatherElements only supports constant indices. (page log: 2026-11-29 11:06:05.124485 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [325] name: [/model/lm_head/MatMul/MatMulAddFusion] supported: [1] | 2026-11-29 11:06:05.124650 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [326] name: [/model/transformer/Reshape_new_reshape] supported: [1] | 2026-11-29 11:06:05.124805 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [327] name: [/model/transformer/Reshape_3_new_reshape] supported: [1] | 2026-11-29 11:06:05.132720 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 151 number of nodes supported by WebNN: 151 | unhandled rejection: NotSupportedError: Failed to execute 'build' on 'MLGraphBuilder': gatherElements only supports constant indices.)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Load),
         },
     );
 /// gptj on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

@@ -278,9 +278,10 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested here: zamba on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795870467-25680 on vm, 2026-11-28T13:09:09Z): step 1 (decoder_with_past): opening the model took longer than its limit of 60 s",
-            stage: runtime::Stage::Run,
+        runtime::Planned::KnownIssue {
+            reason: "zamba on webnn with browser: generates failed: the engine or its provider (evidence: run 1795950216-8885 on vm, 2026-11-29T11:07:33Z): step 1 (decoder_with_past): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed to execute 'build' on 'MLGraphBuilder': scatterElements only supports constant indices. (page log: 2026-11-29 11:07:33.243519 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [483] name: [Transpose_token_37] supported: [1] | 2026-11-29 11:07:33.243699 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [484] name: [Transpose_token_38] supported: [1] | 2026-11-29 11:07:33.243839 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [485] name: [Transpose_token_39] supported: [1] | 2026-11-29 11:07:33.246849 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 414 number of nodes supported by WebNN: 414 | unhandled rejection: NotSupportedError: Failed to execute 'build' on 'MLGraphBuilder': scatterElements only supports constant indices.)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Load),
         },
     );
 /// zamba on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

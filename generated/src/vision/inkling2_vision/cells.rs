@@ -411,25 +411,23 @@ pub static WEBGPU_NATIVE: runtime::Cell = runtime::Cell::new(
             },
         ],
     );
-/// inkling2_vision on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).
+/// inkling2_vision on webgpu: not-tested (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        runtime::Planned::KnownIssue {
-            reason: "inkling2_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:32:55Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/framework/op_kernel.cc:83 virtual OrtValue *onnxruntime::OpKernelContext::OutputMLValue(int, const TensorShape &) [ONNXRuntimeError] : 1 : FAIL : Shape mismatch attempting to re-use buffer. {1} != {2}. Validate usage of dim_value (values should be > 0) and dim_param (all values with the same string should equate to the same size) in shapes in the model.\n (page log:  | } |  | === WebGPU Shader code [Cast, Key=\"Cast[7]:1|1:14;:\"] End === | ); inkling2_vision on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:34:55Z): running the model took longer than its limit of 120 s; inkling2_vision on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:33:55Z): opening the harness page took longer than its limit of 60 s",
-            basis: runtime::Basis::Evidence,
-            stage: Some(runtime::Stage::Run),
+        runtime::Planned::NotTested {
+            reason: "not tested here: inkling2_vision on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one); inkling2_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one)",
+            stage: runtime::Stage::Run,
         },
     )
     .with_precision_checks(
         &[
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "inkling2_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:32:55Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/framework/op_kernel.cc:83 virtual OrtValue *onnxruntime::OpKernelContext::OutputMLValue(int, const TensorShape &) [ONNXRuntimeError] : 1 : FAIL : Shape mismatch attempting to re-use buffer. {1} != {2}. Validate usage of dim_value (values should be > 0) and dim_param (all values with the same string should equate to the same size) in shapes in the model.\n (page log:  | } |  | === WebGPU Shader code [Cast, Key=\"Cast[7]:1|1:14;:\"] End === | ); inkling2_vision on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:34:55Z): running the model took longer than its limit of 120 s; inkling2_vision on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:33:55Z): opening the harness page took longer than its limit of 60 s",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: inkling2_vision on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one); inkling2_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.99f64,
@@ -439,10 +437,9 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "inkling2_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:32:55Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/framework/op_kernel.cc:83 virtual OrtValue *onnxruntime::OpKernelContext::OutputMLValue(int, const TensorShape &) [ONNXRuntimeError] : 1 : FAIL : Shape mismatch attempting to re-use buffer. {1} != {2}. Validate usage of dim_value (values should be > 0) and dim_param (all values with the same string should equate to the same size) in shapes in the model.\n (page log:  | } |  | === WebGPU Shader code [Cast, Key=\"Cast[7]:1|1:14;:\"] End === | ); inkling2_vision on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:34:55Z): running the model took longer than its limit of 120 s; inkling2_vision on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:33:55Z): opening the harness page took longer than its limit of 60 s",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: inkling2_vision on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one); inkling2_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,
@@ -452,10 +449,9 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
-                planned: runtime::Planned::KnownIssue {
-                    reason: "inkling2_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (evidence: run 1795941645-1056 on vm, 2026-11-29T09:32:55Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/framework/op_kernel.cc:83 virtual OrtValue *onnxruntime::OpKernelContext::OutputMLValue(int, const TensorShape &) [ONNXRuntimeError] : 1 : FAIL : Shape mismatch attempting to re-use buffer. {1} != {2}. Validate usage of dim_value (values should be > 0) and dim_param (all values with the same string should equate to the same size) in shapes in the model.\n (page log:  | } |  | === WebGPU Shader code [Cast, Key=\"Cast[7]:1|1:14;:\"] End === | ); inkling2_vision on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:34:55Z): running the model took longer than its limit of 120 s; inkling2_vision on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:33:55Z): opening the harness page took longer than its limit of 60 s",
-                    basis: runtime::Basis::Evidence,
-                    stage: Some(runtime::Stage::Run),
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested here: inkling2_vision on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one); inkling2_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one)",
+                    stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.95f64,

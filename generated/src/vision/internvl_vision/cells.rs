@@ -351,7 +351,7 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         runtime::Planned::NotTested {
-            reason: "not tested here: internvl_vision on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:34:55Z): opening the harness page took longer than its limit of 60 s",
+            reason: "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one); internvl_vision on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one)",
             stage: runtime::Stage::Run,
         },
     )
@@ -360,7 +360,7 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: internvl_vision on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:34:55Z): opening the harness page took longer than its limit of 60 s",
+                    reason: "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one); internvl_vision on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one)",
                     stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
@@ -372,7 +372,7 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: internvl_vision on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:34:55Z): opening the harness page took longer than its limit of 60 s",
+                    reason: "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one); internvl_vision on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one)",
                     stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
@@ -384,7 +384,7 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: internvl_vision on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:34:55Z): opening the harness page took longer than its limit of 60 s",
+                    reason: "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one); internvl_vision on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one)",
                     stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {

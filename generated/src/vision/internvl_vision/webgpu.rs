@@ -46,25 +46,25 @@ mod native {
         "known issue: internvl_vision on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:24:51Z): ONNX Runtime run failed: Non-zero status code returned while running Resize node. Name:'/model/embeddings/Resize' Status Message: absl::container_internal::raw_hash_map<>::at"
     );
 }
-/// internvl_vision on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested here: internvl_vision on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:34:55Z): opening the harness page took longer than its limit of 60 s).
+/// internvl_vision on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one); internvl_vision on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one)).
 ///
 /// Select this cell with `cargo test -p generated vision::internvl_vision::webgpu::firefox::`.
 mod firefox {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_FIREFOX, ignore =
-        "not tested here: internvl_vision on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:34:55Z): opening the harness page took longer than its limit of 60 s"
+        "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one); internvl_vision on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one)"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
-        "not tested here: internvl_vision on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:34:55Z): opening the harness page took longer than its limit of 60 s"
+        "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one); internvl_vision on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
-        "not tested here: internvl_vision on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:34:55Z): opening the harness page took longer than its limit of 60 s"
+        "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one); internvl_vision on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
-        "not tested here: internvl_vision on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:34:55Z): opening the harness page took longer than its limit of 60 s"
+        "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one); internvl_vision on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:36Z): no record (the test did not run: its process ended before it could write one)"
     );
 }
 /// internvl_vision's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -255,7 +255,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: mobilevit on webnn with browser: qdq8_matches_reference failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:55:31Z): opening the model took longer than its limit of 60 s",
+                    reason: "not tested here: mobilevit on webnn with browser: qdq8_matches_reference failed: the environment here (not tested here) (evidence: run 1795950216-8885 on vm, 2026-11-29T11:08:57Z): opening the model took longer than its limit of 60 s",
                     stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {

@@ -14,6 +14,6 @@ mod browser {
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "not tested here: mobilevit on webnn with browser: qdq8_matches_reference failed: the environment here (not tested here) (evidence: run 1795786264-26105 on vm, 2026-11-27T14:55:31Z): opening the model took longer than its limit of 60 s"
+        "not tested here: mobilevit on webnn with browser: qdq8_matches_reference failed: the environment here (not tested here) (evidence: run 1795950216-8885 on vm, 2026-11-29T11:08:57Z): opening the model took longer than its limit of 60 s"
     );
 }

@@ -398,7 +398,7 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         runtime::Planned::NotTested {
-            reason: "not tested here: cohere_compass on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:43:12Z): component language: opening the model took longer than its limit of 120 s",
+            reason: "not tested here: cohere_compass on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:39Z): no record (the test did not run: its process ended before it could write one); cohere_compass on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:39Z): no record (the test did not run: its process ended before it could write one)",
             stage: runtime::Stage::Run,
         },
     )
@@ -407,7 +407,7 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: cohere_compass on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:43:12Z): component language: opening the model took longer than its limit of 120 s",
+                    reason: "not tested here: cohere_compass on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:39Z): no record (the test did not run: its process ended before it could write one); cohere_compass on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:39Z): no record (the test did not run: its process ended before it could write one)",
                     stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
@@ -419,7 +419,7 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: cohere_compass on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:43:12Z): component language: opening the model took longer than its limit of 120 s",
+                    reason: "not tested here: cohere_compass on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:39Z): no record (the test did not run: its process ended before it could write one); cohere_compass on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:39Z): no record (the test did not run: its process ended before it could write one)",
                     stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {
@@ -431,7 +431,7 @@ pub static WEBGPU_FIREFOX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4f16,
                 planned: runtime::Planned::NotTested {
-                    reason: "not tested here: cohere_compass on webgpu with firefox: runs failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:43:12Z): component language: opening the model took longer than its limit of 120 s",
+                    reason: "not tested here: cohere_compass on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:39Z): no record (the test did not run: its process ended before it could write one); cohere_compass on webgpu with firefox: matches_reference failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:39Z): no record (the test did not run: its process ended before it could write one)",
                     stage: runtime::Stage::Run,
                 },
                 bound: runtime::AgreementBound {

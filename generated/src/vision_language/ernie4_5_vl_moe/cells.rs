@@ -347,9 +347,10 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested here: ernie4_5_vl_moe on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795870467-25680 on vm, 2026-11-28T13:10:32Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            stage: runtime::Stage::Run,
+        runtime::Planned::KnownIssue {
+            reason: "ernie4_5_vl_moe on webnn with browser: generates failed: the engine or its provider (evidence: run 1795950216-8885 on vm, 2026-11-29T11:08:30Z): step 0 (decoder): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed to execute 'build' on 'MLGraphBuilder': gatherElements only supports constant indices. (page log: 2026-11-29 11:08:30.102298 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [256] name: [node_repeat_interleave_new_reshape] supported: [1] | 2026-11-29 11:08:30.103938 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [257] name: [node_repeat_interleave_1_new_reshape] supported: [1] | 2026-11-29 11:08:30.104468 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [258] name: [node_repeat_interleave_2_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-29 11:08:30.107593 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 2 number of nodes in the graph: 211 number of nodes supported by WebNN: 210\u{1b}[m | unhandled rejection: NotSupportedError: Failed to execute 'build' on 'MLGraphBuilder': gatherElements only supports constant indices.)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Load),
         },
     );
 /// ernie4_5_vl_moe on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).

@@ -298,9 +298,10 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested here: minicpmv4_6 on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795870467-25680 on vm, 2026-11-28T13:12:25Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            stage: runtime::Stage::Run,
+        runtime::Planned::KnownIssue {
+            reason: "minicpmv4_6 on webnn with browser: generates failed: the engine or its provider (evidence: run 1795950216-8885 on vm, 2026-11-29T11:09:12Z): step 0 (decoder): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed to execute 'build' on 'MLGraphBuilder': scatterElements only supports constant indices. (page log: 2026-11-29 11:09:12.063419 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [1699] name: [gemm_input_reshape] supported: [1] | 2026-11-29 11:09:12.063659 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [1700] name: [gemm_output_reshape] supported: [1] | 2026-11-29 11:09:12.064560 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [1701] name: [node_linear_3/MatMulAddFusion] supported: [1] | \u{1b}[0;93m2026-11-29 11:09:12.073804 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 3 number of nodes in the graph: 1176 number of nodes supported by WebNN: 1164\u{1b}[m | unhandled rejection: NotSupportedError: Failed to execute 'build' on 'MLGraphBuilder': scatterElements only supports constant indices.)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Load),
         },
     );
 /// minicpmv4_6 on webgpu: known-issue (onnxruntime-web in headless Chromium, webgpu).

@@ -54,25 +54,25 @@ mod native {
         "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
     );
 }
-/// qwen2_5_vl on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested here: qwen2_5_vl on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:57:40Z): component embed: opening the harness page took longer than its limit of 60 s; qwen2_5_vl on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:57:41Z): component embed: opening the harness page took longer than its limit of 60 s).
+/// qwen2_5_vl on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested here: qwen2_5_vl on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:58Z): no record (the test did not run: its process ended before it could write one)).
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen2_5_vl::webgpu::firefox::`.
 mod firefox {
     runtime::cell_tests!(
         super::super::cells::WEBGPU_FIREFOX, ignore =
-        "not tested here: qwen2_5_vl on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:57:40Z): component embed: opening the harness page took longer than its limit of 60 s; qwen2_5_vl on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:57:41Z): component embed: opening the harness page took longer than its limit of 60 s"
+        "not tested here: qwen2_5_vl on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:58Z): no record (the test did not run: its process ended before it could write one)"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
-        "not tested here: qwen2_5_vl on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:57:40Z): component embed: opening the harness page took longer than its limit of 60 s; qwen2_5_vl on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:57:41Z): component embed: opening the harness page took longer than its limit of 60 s"
+        "not tested here: qwen2_5_vl on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:58Z): no record (the test did not run: its process ended before it could write one)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
-        "not tested here: qwen2_5_vl on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:57:40Z): component embed: opening the harness page took longer than its limit of 60 s; qwen2_5_vl on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:57:41Z): component embed: opening the harness page took longer than its limit of 60 s"
+        "not tested here: qwen2_5_vl on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:58Z): no record (the test did not run: its process ended before it could write one)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
-        "not tested here: qwen2_5_vl on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:57:40Z): component embed: opening the harness page took longer than its limit of 60 s; qwen2_5_vl on webgpu with firefox: matches_reference failed: the environment here (not tested here) (evidence: run 1795941645-1056 on vm, 2026-11-29T09:57:41Z): component embed: opening the harness page took longer than its limit of 60 s"
+        "not tested here: qwen2_5_vl on webgpu with firefox: runs failed: our harness (not tested here) (evidence: run 1795950675-12831 on vm, 2026-11-29T11:11:58Z): no record (the test did not run: its process ended before it could write one)"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =

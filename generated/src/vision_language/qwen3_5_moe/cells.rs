@@ -304,9 +304,10 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
     )
     .with_generation(
         &super::GENERATION,
-        runtime::Planned::NotTested {
-            reason: "not tested here: qwen3_5_moe on webnn with browser: generates failed: the environment here (not tested here) (evidence: run 1795870467-25680 on vm, 2026-11-28T13:15:30Z): step 0 (decoder): opening the model took longer than its limit of 60 s",
-            stage: runtime::Stage::Run,
+        runtime::Planned::KnownIssue {
+            reason: "qwen3_5_moe on webnn with browser: generates failed: the engine or its provider (evidence: run 1795950216-8885 on vm, 2026-11-29T11:09:55Z): step 0 (decoder): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed to execute 'build' on 'MLGraphBuilder': scatterElements only supports constant indices. (page log: 2026-11-29 11:09:55.400483 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [1766] name: [node_linear_3/MatMulAddFusion] supported: [1] | 2026-11-29 11:09:55.400808 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [1767] name: [node_repeat_interleave_2_new_reshape] supported: [1] | 2026-11-29 11:09:55.401128 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [1768] name: [node_repeat_interleave_3_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-29 11:09:55.405808 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 4 number of nodes in the graph: 1240 number of nodes supported by WebNN: 1226\u{1b}[m | unhandled rejection: NotSupportedError: Failed to execute 'build' on 'MLGraphBuilder': scatterElements only supports constant indices.)",
+            basis: runtime::Basis::Evidence,
+            stage: Some(runtime::Stage::Load),
         },
     );
 /// qwen3_5_moe on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
