@@ -1,8 +1,9 @@
 //! The browser engine's checks can fail, and fail cleanly: bert's webgpu cell
 //! in the real Chromium and in the real Firefox, once with its placement
-//! evidence broken, once with the browser killed under it. Needs the web
-//! set-up of `tests/run.sh` (Firefox's root included) and the bert fixture;
-//! built only with this crate's `web` feature.
+//! evidence broken, once with the browser killed under it; clap's webnn cell,
+//! whose graph WebNN refuses to build. Needs the web set-up of `tests/run.sh`
+//! (Firefox's root included) and the bert and clap fixtures; built only with
+//! this crate's `web` feature.
 //!
 //! One test function: the cases point HWMATRIX_RESULTS and HWMATRIX_FIXTURES
 //! at scratch folders, and the environment is the process's.
@@ -56,7 +57,7 @@ fn set(name: &str, value: &Path) {
 }
 
 #[test]
-fn a_fallback_and_a_killed_browser_fail_with_their_reason() {
+fn a_fallback_a_killed_browser_and_a_refused_graph_fail_with_their_reason() {
     let scratch = Scratch::new("browser");
     let results = scratch.path().join("results");
     set("HWMATRIX_RESULTS", &results);
@@ -128,4 +129,28 @@ fn a_fallback_and_a_killed_browser_fail_with_their_reason() {
             );
         }
     }
+
+    // A graph WebNN refuses to build (clap's GatherElements over computed
+    // indices): onnxruntime-web leaves the rejection unhandled, and its session
+    // would never settle. The check fails at once with WebNN's own message, the
+    // engine's, not after our time limit as if this machine were slow.
+    set("HWMATRIX_FIXTURES", &real_fixtures);
+    assert!(
+        real_fixtures.join("clap/meta.json").is_file(),
+        "no clap fixture in {}: run `gen fixtures --model clap`",
+        real_fixtures.display()
+    );
+    let clap = &generated::audio::clap::cells::WEBNN_BROWSER;
+    let (message, record, took) = failing(runtime::checks::runs, clap, &results);
+    assert_eq!(record["error_kind"], "model-load", "{message}");
+    assert_eq!(record["stage"], "load", "{record}");
+    assert!(
+        message.contains("creating the session never settled")
+            && message.contains("MLGraphBuilder"),
+        "{message}"
+    );
+    assert!(
+        took < Duration::from_secs(30),
+        "clap's webnn check took {took:?} to fail"
+    );
 }
