@@ -14,6 +14,7 @@ mod firefox;
 mod ort_log;
 mod process;
 mod server;
+mod steps;
 
 use crate::engine::onnx::StaticInputs;
 use std::collections::VecDeque;
@@ -102,15 +103,20 @@ pub fn open(
     );
     let page = match take_pooled(&key) {
         Some(page) => page,
-        None => PageSession {
-            tab: Tab::harness(
+        None => {
+            let started = Instant::now();
+            let tab = Tab::harness(
                 app,
                 backend,
                 &format!("http://{addr}/harness.html?bundle={}", backend.ort_bundle()),
-            )?,
-            key,
-            opened: None,
-        },
+            )?;
+            steps::note(&key, "page", started.elapsed(), None);
+            PageSession {
+                tab,
+                key,
+                opened: None,
+            }
+        }
     };
     Ok(Box::new(BrowserSession {
         page: Some(page),
@@ -354,6 +360,8 @@ struct Opened {
     log: Vec<String>,
     found: Value,
     overrides: serde_json::Map<String, Value>,
+    /// Runs made in this session (the first one compiles WebGPU's shaders).
+    runs: usize,
 }
 
 impl BrowserSession {
@@ -451,6 +459,7 @@ impl BrowserSession {
                 ),
             ));
         }
+        let started = Instant::now();
         let reply = self
             .call(
                 "opening the model",
@@ -487,6 +496,12 @@ impl BrowserSession {
                 std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&file, log.join("\n")));
         }
         let found = reply.get("found").cloned().unwrap_or(Value::Null);
+        steps::note(
+            &self.page().key,
+            "open",
+            started.elapsed(),
+            reply.get("openMs").and_then(Value::as_f64),
+        );
         self.page
             .as_mut()
             .expect("the page lives as long as the session")
@@ -494,6 +509,7 @@ impl BrowserSession {
             log,
             found,
             overrides,
+            runs: 0,
         });
         Ok(())
     }
@@ -508,12 +524,27 @@ impl BrowserSession {
             .iter()
             .map(|(name, t)| encode(name, t))
             .collect::<Result<_, _>>()?;
-        self.call(
+        let started = Instant::now();
+        let reply = self.call(
             "running the model",
             "run",
             json!({"inputs": inputs, "timeOnly": time_only}),
             RUN_TIMEOUT,
-        )
+        )?;
+        let page = self
+            .page
+            .as_mut()
+            .expect("the page lives as long as the session");
+        let opened = page.opened.as_mut().expect("ensure_open opened it");
+        opened.runs += 1;
+        let step = if opened.runs == 1 { "first run" } else { "run" };
+        steps::note(
+            &page.key,
+            step,
+            started.elapsed(),
+            reply.get("ms").and_then(Value::as_f64),
+        );
+        Ok(reply)
     }
 }
 

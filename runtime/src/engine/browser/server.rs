@@ -75,8 +75,9 @@ fn serve(stream: TcpStream, roots: &Roots) {
         };
         let head = format!(
             "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nCross-Origin-Opener-Policy: same-origin\r\n\
-             Cross-Origin-Embedder-Policy: require-corp\r\nCross-Origin-Resource-Policy: same-origin\r\nCache-Control: no-store\r\n\r\n",
-            body.len()
+             Cross-Origin-Embedder-Policy: require-corp\r\nCross-Origin-Resource-Policy: same-origin\r\nCache-Control: {}\r\n\r\n",
+            body.len(),
+            cache_control(path),
         );
         let body: &[u8] = if method == "HEAD" { &[] } else { &body };
         if stream
@@ -114,6 +115,19 @@ fn respond(path: &str, roots: &Roots) -> Result<(&'static str, Vec<u8>), String>
         .ok_or_else(|| format!("{path}: not a path under {}", root.display()))?;
     let body = std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?;
     Ok((content_type(&file), body))
+}
+
+/// onnxruntime-web's files do not change while a browser lives (one npm
+/// install serves the process), so the browser may keep them, and with them
+/// V8's compiled WebAssembly, which it keeps only for cacheable responses:
+/// without it every page compiled ORT's 27 MB of wasm again. Fixtures and the
+/// harness are never kept: a fixture rebuilt mid-run must be read anew.
+fn cache_control(path: &str) -> &'static str {
+    if path.starts_with("/ort/") {
+        "max-age=86400, immutable"
+    } else {
+        "no-store"
+    }
 }
 
 /// `root/rest` if `rest` is a plain relative path (no `..`, no root).
@@ -159,5 +173,16 @@ mod tests {
             content_type(Path::new("ort.all.min.mjs")),
             "text/javascript; charset=utf-8"
         );
+    }
+
+    #[test]
+    fn only_onnxruntime_web_may_be_kept_by_the_browser() {
+        assert_eq!(
+            cache_control("/ort/ort-wasm-simd-threaded.asyncify.wasm"),
+            "max-age=86400, immutable"
+        );
+        for path in ["/fixtures/bert/model.onnx", "/harness.mjs", "/harness.html"] {
+            assert_eq!(cache_control(path), "no-store", "{path}");
+        }
     }
 }
