@@ -238,7 +238,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         runtime::Planned::KnownIssue {
-            reason: "mpt on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:35:08Z): output last_hidden_state: 828 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.180e0; worst at flat index 9: got 2.0482683181762695, expected -0.13202454149723053); mpt on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:35:12Z): output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
+            reason: "mpt on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795951677-25620 on vm, 2026-11-29T11:49:33Z): output last_hidden_state: 828 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.180e0; worst at flat index 9: got 2.0482683181762695, expected -0.13202454149723053); mpt on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795951677-25620 on vm, 2026-11-29T11:49:33Z): output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
             basis: runtime::Basis::Evidence,
             stage: Some(runtime::Stage::Mismatch),
         },
@@ -248,7 +248,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Fp16,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mpt on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:35:08Z): output last_hidden_state: 828 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.180e0; worst at flat index 9: got 2.0482683181762695, expected -0.13202454149723053); mpt on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:35:12Z): output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
+                    reason: "mpt on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795951677-25620 on vm, 2026-11-29T11:49:33Z): output last_hidden_state: 828 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.180e0; worst at flat index 9: got 2.0482683181762695, expected -0.13202454149723053); mpt on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795951677-25620 on vm, 2026-11-29T11:49:33Z): output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -261,7 +261,7 @@ pub static WEBNN_BROWSER: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Qdq8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "mpt on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:35:08Z): output last_hidden_state: 828 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.180e0; worst at flat index 9: got 2.0482683181762695, expected -0.13202454149723053); mpt on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:35:12Z): output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
+                    reason: "mpt on webnn with browser: dynamic_shapes failed: the engine or its provider (evidence: run 1795951677-25620 on vm, 2026-11-29T11:49:33Z): output last_hidden_state: 828 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 2.180e0; worst at flat index 9: got 2.0482683181762695, expected -0.13202454149723053); mpt on webnn with browser: matches_reference failed: the engine or its provider (evidence: run 1795951677-25620 on vm, 2026-11-29T11:49:33Z): output last_hidden_state: 254 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 1.063e0; worst at flat index 1: got -0.06303984671831131, expected -1.1259461641311646)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
