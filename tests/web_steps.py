@@ -4,8 +4,8 @@
 
 Prints, for each browser and backend, the pages opened and the seconds spent
 starting pages, opening sessions, in first runs (WebGPU compiles its shaders
-there) and in the other runs, as seen from the engine (wall) and, where the
-page timed itself, inside the page.
+there) and in the other runs, as seen from the engine (wall time; the file
+also keeps the page's own time of each run, `in_page_ms`).
 """
 
 import collections

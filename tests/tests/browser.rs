@@ -1,9 +1,10 @@
 //! The browser engine's checks can fail, and fail cleanly: bert's webgpu cell
 //! in the real Chromium and in the real Firefox, once with its placement
 //! evidence broken, once with the browser killed under it; clap's webnn cell,
-//! whose graph WebNN refuses to build. Needs the web set-up of `tests/run.sh`
-//! (Firefox's root included) and the bert and clap fixtures; built only with
-//! this crate's `web` feature.
+//! whose graph WebNN refuses to build, and whose page then serves no other
+//! model. Needs the web set-up of `tests/run.sh` (Firefox's root included)
+//! and the bert, clap and vit fixtures; built only with this crate's `web`
+//! feature.
 //!
 //! One test function: the cases point HWMATRIX_RESULTS and HWMATRIX_FIXTURES
 //! at scratch folders, and the environment is the process's.
@@ -61,6 +62,9 @@ fn a_fallback_a_killed_browser_and_a_refused_graph_fail_with_their_reason() {
     let scratch = Scratch::new("browser");
     let results = scratch.path().join("results");
     set("HWMATRIX_RESULTS", &results);
+    // Where each page starts (read once, at the first page).
+    let steps = scratch.path().join("steps.jsonl");
+    set("HWMATRIX_WEB_STEPS", &steps);
     let real_fixtures = runtime::paths::fixtures_dir();
     assert!(
         real_fixtures.join("bert/meta.json").is_file(),
@@ -152,5 +156,35 @@ fn a_fallback_a_killed_browser_and_a_refused_graph_fail_with_their_reason() {
     assert!(
         took < Duration::from_secs(30),
         "clap's webnn check took {took:?} to fail"
+    );
+
+    // Pages are shared by the models of an engine, but not one a model failed
+    // in: bert opens a page of its own, and vit opens its model in bert's.
+    let webnn_pages = || -> Vec<String> {
+        let text = std::fs::read_to_string(&steps).unwrap_or_default();
+        text.lines()
+            .map(|line| serde_json::from_str::<Value>(line).expect("a JSON step"))
+            .filter(|step| step["step"] == "page")
+            .map(|step| step["page"].as_str().unwrap_or_default().to_string())
+            .filter(|page| page.split_whitespace().nth(1) == Some("webnn"))
+            .collect()
+    };
+    assert!(
+        real_fixtures.join("vit/meta.json").is_file(),
+        "no vit fixture in {}: run `gen fixtures --model vit`",
+        real_fixtures.display()
+    );
+    assert_eq!(webnn_pages().len(), 1, "{:?}", webnn_pages());
+    runtime::checks::runs(&generated::text_encoders::bert::cells::WEBNN_BROWSER);
+    let pages = webnn_pages();
+    assert!(
+        pages.len() == 2 && pages[1].contains("/fixtures/bert/"),
+        "bert's webnn check did not start a page of its own after clap's failed: {pages:?}"
+    );
+    runtime::checks::runs(&generated::vision::vit::cells::WEBNN_BROWSER);
+    assert_eq!(
+        webnn_pages(),
+        pages,
+        "vit's webnn check started a page instead of opening its model in bert's"
     );
 }

@@ -113,6 +113,11 @@ window.hwmatrix = {
       const provider = backend === "webnn" ? { name: "webnn", deviceType } : { name: backend };
       const logStart = window.hwmatrixLog.length;
       const started = performance.now();
+      // The page's last session (another model's, or this one's at other
+      // static shapes) goes first, and ORT's WebGPU context with it (its
+      // device, compiled pipelines and buffers live while a session holds
+      // them): a context shared across models gave results that depend on the
+      // models run before (docs/platforms.md).
       await session?.release();
       session = null;
       session = await settledOrUnhandled(

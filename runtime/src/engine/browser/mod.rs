@@ -2,12 +2,13 @@
 //! webgpu and webnn platforms.
 //!
 //! One Chromium per test process and executable ([`chromium`]), one static
-//! server ([`server`]), and a fresh page per session with the harness
-//! (`harness.mjs`). The session is opened with ORT's verbose log on, and the
-//! log's node placements ([`ort_log`]) say which execution provider really
-//! ran: a session that fell back to wasm fails the placement check like any
-//! other fallback. Every step has a time limit, and a browser that died makes
-//! the step fail with how it died.
+//! server ([`server`]), and pages with the harness (`harness.mjs`) that the
+//! checks of an engine take turns in ([`POOL`]). Each model's session is
+//! opened with ORT's verbose log on, and the log's node placements
+//! ([`ort_log`]) say which execution provider really ran: a session that fell
+//! back to wasm fails the placement check like any other fallback. Every
+//! step has a time limit, and a browser that died makes the step fail with
+//! how it died.
 
 mod chromium;
 mod firefox;
@@ -67,7 +68,8 @@ const COMMON_FLAGS: [&str; 8] = [
 ];
 
 /// Opens `model` (a file under the fixture root) in the backend's Chromium:
-/// in the page this cell's last check used, else a fresh one ([`POOL`]). The
+/// in the page this cell's last check used, else a pooled page of the same
+/// engine, else a fresh one ([`POOL`]). The
 /// ORT session itself opens at the first run (its runs are never profiled:
 /// the placements come from the log written when it opens), when the input shapes are
 /// known: WebNN builds static graphs, so its named dimensions are fixed to
@@ -96,12 +98,9 @@ pub fn open(
         )
     })?;
     let model_url = format!("/fixtures/{}", relative.display());
-    let key = format!(
-        "{} {} {model_url} {device_type:?}",
-        app.name(),
-        backend.name()
-    );
-    let page = match take_pooled(&key) {
+    let engine = format!("{} {} {device_type:?}", app.name(), backend.name());
+    let steps_key = format!("{engine} {model_url}");
+    let page = match take_pooled(&engine, &model_url) {
         Some(page) => page,
         None => {
             let started = Instant::now();
@@ -110,16 +109,20 @@ pub fn open(
                 backend,
                 &format!("http://{addr}/harness.html?bundle={}", backend.ort_bundle()),
             )?;
-            steps::note(&key, "page", started.elapsed(), None);
+            steps::note(&steps_key, "page", started.elapsed(), None);
             PageSession {
                 tab,
-                key,
+                engine,
+                model: None,
+                sessions: 0,
+                failed: false,
                 opened: None,
             }
         }
     };
     Ok(Box::new(BrowserSession {
         page: Some(page),
+        steps_key,
         healthy: true,
         backend,
         device_type,
@@ -173,24 +176,50 @@ pub fn inspect_file(file: &Path, expression: &str) -> Result<(Value, Vec<u8>), C
     Ok((value, png))
 }
 
-/// Pages kept open between the checks of a cell: a cell's three checks run
-/// one after another (tests run in name order), so each cell compiles its
-/// model once, not once per check. Two pages: one per test thread.
+/// Pages kept open between checks. A cell's three checks run one after
+/// another (tests run in name order) in the page and ORT session of its
+/// first, so each cell opens its model once; the next cell of the same
+/// engine opens its model in that page too, which spares it the page's start
+/// and onnxruntime-web's WebAssembly start. ORT's WebGPU context is still
+/// one model's: harness.mjs releases the last session, and the context with
+/// it, before it opens the next. Two pages per engine, one per test thread:
+/// a sweep runs each model's cells of every engine one after another.
 static POOL: Mutex<VecDeque<PageSession>> = Mutex::new(VecDeque::new());
-const POOL_PAGES: usize = 2;
+const PAGES_PER_ENGINE: usize = 2;
+/// Sessions one page opens before it is closed (a model, or a WebNN model's
+/// shape, each): its wasm heap and log only grow.
+const SESSIONS_PER_PAGE: usize = 32;
 
-fn take_pooled(key: &str) -> Option<PageSession> {
+/// A pooled page of `engine`: the one that has `model_url` open, else any.
+fn take_pooled(engine: &str, model_url: &str) -> Option<PageSession> {
     let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    let at = pool.iter().position(|p| p.key == key)?;
+    let mine = |p: &PageSession| p.model.as_deref() == Some(model_url);
+    let at = pool
+        .iter()
+        .position(|p| p.engine == engine && mine(p))
+        .or_else(|| pool.iter().position(|p| p.engine == engine && !p.failed))?;
     pool.remove(at).filter(|p| p.tab.exited().is_none())
 }
 
 fn give_back(page: PageSession) {
+    if page.sessions >= SESSIONS_PER_PAGE {
+        page.close();
+        return;
+    }
     let evicted: Vec<PageSession> = {
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        let engine = page.engine.clone();
         pool.push_back(page);
-        let excess = pool.len().saturating_sub(POOL_PAGES);
-        pool.drain(..excess).collect()
+        let engines: Vec<usize> = (0..pool.len())
+            .filter(|&i| pool[i].engine == engine)
+            .collect();
+        let excess = engines.len().saturating_sub(PAGES_PER_ENGINE);
+        // The engine's oldest pages, removed from the back so the indices hold.
+        engines[..excess]
+            .iter()
+            .rev()
+            .filter_map(|&i| pool.remove(i))
+            .collect()
     };
     evicted.into_iter().for_each(PageSession::close);
 }
@@ -201,8 +230,16 @@ static HUNG: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 /// A harness page and the ORT session open in it.
 struct PageSession {
     tab: Tab,
-    /// Browser, backend, model and device type: what a pooled page may be reused for.
-    key: String,
+    /// Browser, backend and device type: what a pooled page may be reused for.
+    engine: String,
+    /// The model last opened here, or tried (`opened` is its session, if it opened).
+    model: Option<String>,
+    /// Sessions opened in this page so far.
+    sessions: usize,
+    /// Whether a call failed in the page (a session that did not open, a run
+    /// that failed): the page then serves its model's later checks only, so
+    /// that a device a model left broken is never another model's failure.
+    failed: bool,
     opened: Option<Opened>,
 }
 
@@ -345,6 +382,8 @@ pub(crate) fn timeout(step: &str, limit: Duration) -> CheckError {
 
 struct BrowserSession {
     page: Option<PageSession>,
+    /// The engine and the model: this cell's steps in `HWMATRIX_WEB_STEPS`.
+    steps_key: String,
     /// False after a step failed: the page may still be busy, so it is closed, not pooled.
     healthy: bool,
     backend: BrowserBackend,
@@ -371,6 +410,15 @@ impl BrowserSession {
             .expect("the page lives as long as the session")
     }
 
+    /// The page's ORT session, if it is this model's (a pooled page may hold
+    /// the last model's).
+    fn opened(&self) -> Option<&Opened> {
+        let page = self.page();
+        page.opened
+            .as_ref()
+            .filter(|_| page.model.as_deref() == Some(self.model_url.as_str()))
+    }
+
     fn call(
         &mut self,
         step: &str,
@@ -387,6 +435,10 @@ impl BrowserSession {
         if reply.get("ok") == Some(&Value::Bool(true)) {
             return Ok(reply);
         }
+        self.page
+            .as_mut()
+            .expect("the page lives as long as the session")
+            .failed = true;
         let error = reply
             .get("error")
             .and_then(Value::as_str)
@@ -426,13 +478,8 @@ impl BrowserSession {
                 }
             }
         }
-        // A pooled page's session serves again unless WebNN needs other static shapes.
-        if self
-            .page()
-            .opened
-            .as_ref()
-            .is_some_and(|o| o.overrides == overrides)
-        {
+        // A pooled page's session of this model serves again unless WebNN needs other static shapes.
+        if self.opened().is_some_and(|o| o.overrides == overrides) {
             return Ok(());
         }
         let argument = json!({
@@ -444,7 +491,7 @@ impl BrowserSession {
         // A model whose session hung once in this process hangs again: later
         // checks of the cell fail at once with that measurement, not after
         // another full time limit.
-        let hung_key = format!("{} {overrides:?}", self.page().key);
+        let hung_key = format!("{} {overrides:?}", self.steps_key);
         if let Some(earlier) = HUNG
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -459,6 +506,14 @@ impl BrowserSession {
                 ),
             ));
         }
+        // The harness lets the page's last session go whatever this opening does.
+        let page = self
+            .page
+            .as_mut()
+            .expect("the page lives as long as the session");
+        page.opened = None;
+        page.model = Some(self.model_url.clone());
+        page.sessions += 1;
         let started = Instant::now();
         let reply = self
             .call(
@@ -497,7 +552,7 @@ impl BrowserSession {
         }
         let found = reply.get("found").cloned().unwrap_or(Value::Null);
         steps::note(
-            &self.page().key,
+            &self.steps_key,
             "open",
             started.elapsed(),
             reply.get("openMs").and_then(Value::as_f64),
@@ -539,7 +594,7 @@ impl BrowserSession {
         opened.runs += 1;
         let step = if opened.runs == 1 { "first run" } else { "run" };
         steps::note(
-            &page.key,
+            &self.steps_key,
             step,
             started.elapsed(),
             reply.get("ms").and_then(Value::as_f64),
@@ -568,7 +623,7 @@ impl Session for BrowserSession {
     }
 
     fn placement(&mut self) -> Result<Placement, CheckError> {
-        let opened = self.page().opened.as_ref().ok_or_else(|| {
+        let opened = self.opened().ok_or_else(|| {
             CheckError::new(
                 ErrorKind::ProviderUnverified,
                 "the model was never opened in the page",
@@ -582,7 +637,7 @@ impl Session for BrowserSession {
 
     fn library(&self) -> String {
         let page = self.page();
-        let found = page.opened.as_ref().map(|o| &o.found);
+        let found = self.opened().map(|o| &o.found);
         let ort = found
             .and_then(|f| f.get("ortVersion"))
             .and_then(Value::as_str)

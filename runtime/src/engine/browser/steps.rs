@@ -1,6 +1,6 @@
 //! Where a web check's seconds go: with `HWMATRIX_WEB_STEPS=<file>`, every
 //! page start, session opening and run of the browser engines appends a JSON
-//! line (the page's browser, backend, model and device type; the step; the
+//! line (the page's browser, backend, device type and model; the step; the
 //! wall time seen from here; the time the page measured itself, where it
 //! did). A run's record keeps the timed runs only; this is for finding what to
 //! cut in a sweep (`python3 tests/web_steps.py <file>` sums it per engine).
@@ -33,7 +33,8 @@ fn file() -> Option<&'static Mutex<File>> {
     .as_ref()
 }
 
-/// Appends one step of `page` (its pool key) to `$HWMATRIX_WEB_STEPS`.
+/// Appends one step of `page` (browser, backend, device type and model) to
+/// `$HWMATRIX_WEB_STEPS`.
 pub(super) fn note(page: &str, step: &str, wall: Duration, in_page_ms: Option<f64>) {
     let Some(file) = file() else {
         return;
