@@ -83,9 +83,21 @@ pub fn dynamic_shapes(cell: &Cell) {
     execute(cell, Check::DynamicShapes)
 }
 
-/// A precision variant's check (`int8_matches_reference`).
+/// A precision variant's check (`int8_matches_reference`). On a CPU class
+/// whose stored outcome of it is a failure (its own kernels: int8 without
+/// VNNI), the check runs all the same and must fail as stored: its record is
+/// that class's known issue, measured again, and a pass fails the test as an
+/// entry out of date. Other classes' outcomes are never compared with it.
 pub fn precision(cell: &Cell, precision: Precision) {
-    execute(cell, Check::Precision(precision))
+    let check = Check::Precision(precision);
+    let class = &hwmatrix_cell::CpuClass::here().class;
+    let stored = cell
+        .class_plan(precision, class)
+        .and_then(|p| p.planned.reason().map(|reason| (p.class, reason)));
+    match stored {
+        Some(stored) => run_check(cell, check, Some(stored)),
+        None => execute(cell, check),
+    }
 }
 
 /// The generation check (`generates`).
@@ -134,6 +146,14 @@ static TIMING: Mutex<()> = Mutex::new(());
 /// whole model), writes a record per part, and panics (fails the test) when
 /// any part failed: a cell passes only when all of its components pass.
 pub fn execute(cell: &Cell, check: Check) {
+    run_check(cell, check, None)
+}
+
+/// A CPU class's stored failure of a check: the class and the stored reason.
+type StoredFailure = (&'static str, &'static str);
+
+/// [`execute`], or with `stored`, a check that must fail as its CPU class's entry says.
+fn run_check(cell: &Cell, check: Check, stored: Option<StoredFailure>) {
     // An engine that can crash its process runs the check in a process of its own.
     if let Some(verdict) = crate::isolation::run_in_own_process(cell, check.name()) {
         if let Err(failure) = verdict {
@@ -150,7 +170,7 @@ pub fn execute(cell: &Cell, check: Check) {
     };
     let failures: Vec<String> = parts
         .iter()
-        .filter_map(|part| execute_part(&cell.for_part(part), check).err())
+        .filter_map(|part| execute_part(&cell.for_part(part), check, stored).err())
         .collect();
     if !failures.is_empty() {
         panic!("{}", failures.join("\n"));
@@ -158,10 +178,12 @@ pub fn execute(cell: &Cell, check: Check) {
 }
 
 /// One part's check and its record; the failure message when it failed.
-fn execute_part(cell: &Cell, check: Check) -> Result<(), String> {
+fn execute_part(cell: &Cell, check: Check, stored: Option<StoredFailure>) -> Result<(), String> {
     let _in_flight = InFlight::enter();
     let mut evidence = Evidence::default();
     let outcome = perform(cell, check, &mut evidence);
+    // A known issue of this CPU class measured again: a failure that ran, as stored.
+    let known_issue = stored.is_some() && outcome.is_err();
     let (kind, reason) = match &outcome {
         Ok(()) => (None, None),
         // A component's failure says which component: the spec's known issue is written from it.
@@ -182,6 +204,8 @@ fn execute_part(cell: &Cell, check: Check) -> Result<(), String> {
     let record = Record {
         status: if outcome.is_ok() {
             Outcome::Passed
+        } else if known_issue {
+            Outcome::KnownIssue
         } else {
             Outcome::Failed
         },
@@ -213,15 +237,43 @@ fn execute_part(cell: &Cell, check: Check) -> Result<(), String> {
             ErrorKind::RecordWrite
         );
     }
-    outcome.map_err(|e| {
-        format!(
-            "{}::{} failed ({}): {}",
+    against_stored(cell, check.name(), outcome, stored)
+}
+
+/// A check's test verdict: its own outcome, or with a CPU class's stored
+/// failure (`stored`), that it failed again as stored (green, and said so on
+/// the test's output) or passed where the store says it fails (red: the entry
+/// is out of date).
+fn against_stored(
+    cell: &Cell,
+    check: &str,
+    outcome: Result<(), CheckError>,
+    stored: Option<StoredFailure>,
+) -> Result<(), String> {
+    match (outcome, stored) {
+        (Err(e), Some((class, _))) => {
+            eprintln!(
+                "{}::{check}: a known issue on {class} (the store's entry for this CPU class), measured again: {}",
+                cell.id(),
+                e.message
+            );
+            Ok(())
+        }
+        (Ok(()), Some((class, reason))) => Err(format!(
+            "{}::{check} passed on {class}, where the evidence store says it fails on this CPU class: {reason}. The entry is out of date: `gen import --platform {} --model {}` on this machine measures it again (review the diff of model-specs/evidence/)",
             cell.id(),
-            check.name(),
-            e.kind.name(),
-            e.message
-        )
-    })
+            cell.platform.platform,
+            cell.model.model_type
+        )),
+        (outcome, None) => outcome.map_err(|e| {
+            format!(
+                "{}::{check} failed ({}): {}",
+                cell.id(),
+                e.kind.name(),
+                e.message
+            )
+        }),
+    }
 }
 
 fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), CheckError> {
@@ -976,4 +1028,92 @@ fn time(
         memory.rss_growth_kb_session_open = Some(after as i64 - before as i64);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ClassPlan, ModelDecl, Planned, PlatformDecl, Tolerance};
+
+    static MODEL: ModelDecl = ModelDecl {
+        model_type: "clap",
+        category: "audio",
+        spec_path: "model-specs/models/audio/clap.yaml",
+        spec_digest: "d",
+        inputs: &[],
+        outputs: &[],
+        tolerance: Tolerance {
+            abs: 1e-4,
+            rel: 1e-3,
+        },
+        component: None,
+        components: &[],
+    };
+    static CPU: PlatformDecl = PlatformDecl {
+        platform: hwmatrix_cell::Platform::Cpu,
+        feature: "cpu",
+        requires: "the onnxruntime CPU library",
+        checks_in_own_process: None,
+    };
+    static ONNX: crate::Engine = crate::Engine::OnnxRuntime {
+        provider: crate::ExecutionProvider::Cpu,
+        options: &[],
+    };
+    const ON_AVX2: Planned = Planned::KnownIssue {
+        reason: "int8 saturates on x86-64 avx2",
+        basis: crate::Basis::Evidence,
+        stage: Some(Stage::Mismatch),
+    };
+    static CELL: Cell =
+        Cell::new(&MODEL, &CPU, &ONNX, Planned::Run).with_class_plans(&[ClassPlan {
+            precision: Precision::Int8,
+            class: "x86-64 avx2",
+            planned: ON_AVX2,
+        }]);
+
+    #[test]
+    fn a_class_with_its_own_entry_plans_its_own_status_and_others_the_checks() {
+        assert_eq!(
+            CELL.precision_planned_on(Precision::Int8, "x86-64 avx2"),
+            Some(ON_AVX2)
+        );
+        // No precision check declared for another class: nothing planned, never another class's status.
+        assert_eq!(
+            CELL.precision_planned_on(Precision::Int8, "x86-64 avx512-vnni"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_stored_class_failure_must_fail_again_and_a_pass_fails_the_test() {
+        let stored = Some(("x86-64 avx2", "int8 saturates on x86-64 avx2"));
+        let failed = || {
+            Err(CheckError::new(
+                ErrorKind::OutOfTolerance,
+                "cosine similarity 0.7087, below 0.98",
+            ))
+        };
+        // Failing as stored: green.
+        assert_eq!(
+            against_stored(&CELL, "int8_matches_reference", failed(), stored),
+            Ok(())
+        );
+        // Passing where the store says it fails: red, naming the class, the entry and the fix.
+        let out_of_date =
+            against_stored(&CELL, "int8_matches_reference", Ok(()), stored).unwrap_err();
+        for words in [
+            "passed on x86-64 avx2",
+            "int8 saturates on x86-64 avx2",
+            "gen import --platform cpu --model clap",
+        ] {
+            assert!(out_of_date.contains(words), "{out_of_date}");
+        }
+        // Without a stored failure, a check's own outcome decides.
+        let own = against_stored(&CELL, "int8_matches_reference", failed(), None).unwrap_err();
+        assert!(own.contains("failed (out-of-tolerance)"), "{own}");
+        assert_eq!(
+            against_stored(&CELL, "int8_matches_reference", Ok(()), None),
+            Ok(())
+        );
+    }
 }

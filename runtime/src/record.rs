@@ -76,6 +76,11 @@ pub(crate) fn blank(cell: &Cell, check: &str) -> Record {
         library: None,
         device: None,
         device_kind: None,
+        cpu_class: cell
+            .platform
+            .platform
+            .computes_on_host_cpu()
+            .then(|| hwmatrix_cell::CpuClass::here().clone()),
         precision: "float32".into(),
         quantization: None,
         bench: None,

@@ -616,6 +616,7 @@ impl Import<'_> {
             platform: None,
             engine: None,
             check: name.into(),
+            cpu_class: None,
         };
         spec::evidence::merge(
             &mut file.entries,

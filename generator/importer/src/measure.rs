@@ -43,8 +43,13 @@ impl AsEntry for Record {
     /// check that found no current fixture: a fixture rebuilt under another key while the run
     /// went on is our harness's state, not the model's on the platform).
     fn measured(&self) -> bool {
+        // A known issue measured again (a CPU class's stored failure, which its test runs and
+        // must see fail) is a failure that ran.
         self.basis == Basis::Measured
-            && matches!(self.status, Outcome::Passed | Outcome::Failed)
+            && matches!(
+                self.status,
+                Outcome::Passed | Outcome::Failed | Outcome::KnownIssue
+            )
             && !matches!(
                 self.error_kind,
                 Some(ErrorKind::FixtureStale | ErrorKind::FixtureMissing)
@@ -75,6 +80,7 @@ impl AsEntry for Record {
             platform: Some(self.platform),
             engine: Some(self.engine_kind),
             check: self.check.clone(),
+            cpu_class: None,
             outcome,
             attribution,
             stage: self.stage,
@@ -87,6 +93,11 @@ impl AsEntry for Record {
                 device: self.device.as_deref().map(evidence::relative_paths),
                 engine: Some(evidence::relative_paths(&self.engine)),
                 library: self.library.as_deref().map(evidence::relative_paths),
+                cpu: self
+                    .cpu_class
+                    .as_ref()
+                    .filter(|_| self.platform.computes_on_host_cpu())
+                    .map(hwmatrix_cell::CpuClass::describe),
                 fixture_key: self.fixture.as_ref().and_then(|f| f.cache_key.clone()),
                 runtime: Some(self.runtime_version.clone()),
                 legacy: None,
@@ -100,11 +111,28 @@ impl AsEntry for Record {
 #[derive(Default)]
 struct Measured {
     checks: BTreeMap<String, Record>,
+    /// Checks the run did not run by its plan (the ledger's records: a known
+    /// issue, a feature off): their entries are left as they were, never taken
+    /// for checks whose process died.
+    not_run: std::collections::BTreeSet<String>,
 }
 
 impl Measured {
     fn passed(&self, check: &str) -> Option<bool> {
         self.checks.get(check).map(|r| r.status == Outcome::Passed)
+    }
+
+    /// The CPU class the cell's checks ran on, where its records name one.
+    fn cpu_class(&self) -> Option<String> {
+        self.checks
+            .values()
+            .find_map(|r| r.cpu_class.as_ref())
+            .filter(|_| {
+                self.checks
+                    .values()
+                    .any(|r| r.platform.computes_on_host_cpu())
+            })
+            .map(|c| c.class.clone())
     }
 }
 
@@ -134,15 +162,30 @@ fn key(platform: Platform, engine: EngineKind, check: &str) -> EntryKey {
         platform: Some(platform),
         engine: Some(engine),
         check: check.to_string(),
+        cpu_class: None,
     }
 }
 
+/// The key of a record's check: a class-scoped one (a precision check on a
+/// platform that computes on the host's CPU) is its CPU class's.
+fn key_of(record: &Record) -> EntryKey {
+    let mut key = key(record.platform, record.engine_kind, &record.check);
+    if evidence::class_scoped(Some(record.platform), &record.check) {
+        key.cpu_class = record.cpu_class.as_ref().map(|c| c.class.clone());
+    }
+    key
+}
+
 /// How `gen import --platform` runs.
-#[derive(Default)]
 pub struct Options<'a> {
     /// A results folder of a run already made (here or on another machine) to
     /// import instead of running the cells.
     pub records: Option<&'a Path>,
+    /// The CPU class of the machine that wrote `records`, for records that name none.
+    pub records_cpu_class: Option<&'a hwmatrix_cell::CpuClass>,
+    /// The CPU class the cells run on (this machine's): verifying, only entries that hold
+    /// on it are re-measured.
+    pub cpu_class: hwmatrix_cell::CpuClass,
     /// Re-measure the cells the store has entries of and compare; write nothing.
     pub verify: bool,
     /// Only the cells of slice K of N.
@@ -297,7 +340,17 @@ pub fn run(
         return Ok(0);
     }
     let (run_id, records) = match options.records {
-        Some(dir) => read_records(dir, platform, err)?,
+        Some(dir) => {
+            let (run, mut records) = read_records(dir, platform, err)?;
+            if let Some(class) = options.records_cpu_class {
+                for record in records.values_mut().flat_map(|m| m.checks.values_mut()) {
+                    if record.cpu_class.is_none() && record.platform.computes_on_host_cpu() {
+                        record.cpu_class = Some(class.clone());
+                    }
+                }
+            }
+            (run, records)
+        }
         None => run_cells(root, specs, platform, &selected, options, err)?,
     };
     let mut changes: Changes = BTreeMap::new();
@@ -350,9 +403,10 @@ pub fn run(
         return verify(specs, platform, &run_id, &changes, out, err);
     }
     let written = write_store(specs, changes)?;
+    let classes = record_classes(specs, platform, &run_id, &records)?;
     let _ = writeln!(
         out,
-        "gen import --platform {platform} (run {run_id}): {} cells measured, {} pass every float32 check, {} with a failed float32 check, {} with precision checks only; {} precision checks did not pass, {} generates checks failed; quantization checks of {} models measured ({} planned), {} failed; {written} evidence files written (run `gen` to regenerate the cells)",
+        "gen import --platform {platform} (run {run_id}): {} cells measured, {} pass every float32 check, {} with a failed float32 check, {} with precision checks only; {} precision checks did not pass, {} generates checks failed; quantization checks of {} models measured ({} planned), {} failed; {written} evidence files written (run `gen` to regenerate the cells){classes}",
         tally.passed + tally.failed + tally.precision_only,
         tally.passed,
         tally.failed,
@@ -379,12 +433,13 @@ fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selecte
     for model in &plan.models {
         for cell in &model.cells {
             let kind = cell.engine.kind();
+            // Entries another CPU class measured are that class's to re-verify.
             let entries: Vec<&Entry> = model
                 .model
                 .spec
                 .evidence
                 .iter()
-                .filter(|e| e.is_for(platform, kind))
+                .filter(|e| e.is_for(platform, kind) && e.holds_on(&options.cpu_class.class))
                 .collect();
             if options.verify
                 && !entries.is_empty()
@@ -594,6 +649,7 @@ impl MeasuredCell<'_> {
             for check in CHECKS {
                 let entry = match measured.checks.get(check) {
                     Some(record) => record.entry().map(|e| export_shape_baked(self.model, e)),
+                    None if measured.not_run.contains(check) => continue,
                     None => Some(no_record(platform, engine, check, beside)),
                 };
                 changes.push((key(platform, engine, check), entry));
@@ -637,17 +693,25 @@ impl MeasuredCell<'_> {
         }
         for p in precision_checks {
             let check = p.precision.check_name();
+            // The class it was measured on: the record's, else (a check without one) the cell's others'.
+            let mut check_key = key(platform, engine, check);
+            check_key.cpu_class = measured
+                .checks
+                .get(check)
+                .map(key_of)
+                .and_then(|k| k.cpu_class)
+                .or_else(|| measured.cpu_class());
             let entry = match (measured.checks.get(check), float32_beside) {
                 // Not run where the float32 checks fail: an import clears them, a verification compares nothing.
                 _ if !float32_passes && verify => continue,
                 _ if !float32_passes => None,
                 (Some(record), _) => record.entry(),
-                (None, _) if !precision_ran => continue,
+                (None, _) if !precision_ran || measured.not_run.contains(check) => continue,
                 (None, Some(beside)) => Some(no_record(platform, engine, check, beside)),
                 (None, None) => continue,
             };
             tally.precision_failed += usize::from(entry.is_some());
-            changes.push((key(platform, engine, check), entry));
+            changes.push((check_key, entry));
         }
         if self.plan.and_then(|c| c.generation.as_ref()).is_some()
             && let Some(record) = measured.checks.get(GENERATES)
@@ -668,6 +732,7 @@ impl MeasuredCell<'_> {
             platform: None,
             engine: None,
             check: evidence::GENERATION_EXPORT.into(),
+            cpu_class: None,
         };
         let reason = record.reason.as_deref().unwrap_or_default();
         // No generation fixture because the generation exporter failed: the exporter's error,
@@ -771,6 +836,58 @@ fn quantization_changes(
     changes
 }
 
+/// The CPU classes the run's class-scoped checks ran on, into the store's
+/// list of classes measured (cpu_classes): per class, its checks measured and
+/// passed. Returns the summary line's words for them (empty where none).
+fn record_classes(
+    specs: &Specs,
+    platform: Platform,
+    run_id: &str,
+    records: &Records,
+) -> Result<String, String> {
+    use hwmatrix_specs::spec::cpu_classes::{self, CheckCount, MeasuredClass};
+    let mut by_class: BTreeMap<String, MeasuredClass> = BTreeMap::new();
+    for record in records.values().flat_map(|m| m.checks.values()) {
+        let Some(cpu) = record
+            .cpu_class
+            .as_ref()
+            .filter(|_| evidence::class_scoped(Some(record.platform), &record.check))
+        else {
+            continue;
+        };
+        let class = by_class
+            .entry(cpu.class.clone())
+            .or_insert_with(|| MeasuredClass {
+                platform,
+                class: cpu.class.clone(),
+                cpu: cpu.describe(),
+                run: run_id.to_string(),
+                date: record.time.clone(),
+                host: record.host.clone(),
+                checks: BTreeMap::new(),
+            });
+        if record.time > class.date {
+            class.date = record.time.clone();
+        }
+        let count: &mut CheckCount = class.checks.entry(record.check.clone()).or_default();
+        count.measured += 1;
+        count.passed += usize::from(record.status == Outcome::Passed);
+    }
+    if by_class.is_empty() {
+        return Ok(String::new());
+    }
+    let mut file = cpu_classes::read(&specs.root)?;
+    let names: Vec<String> = by_class.keys().cloned().collect();
+    for class in by_class.into_values() {
+        file.record(class);
+    }
+    cpu_classes::write(&specs.root, &file)?;
+    Ok(format!(
+        "; CPU class {} recorded as measured",
+        names.join(", ")
+    ))
+}
+
 /// One write per model's evidence file: every check measured, merged into
 /// its entries. Returns how many files changed.
 fn write_store(specs: &Specs, changes: Changes) -> Result<usize, String> {
@@ -799,11 +916,35 @@ fn verify(
     for (model_type, checks) in measured {
         let model = specs.model(model_type).expect("a planned model");
         for (key, now) in checks {
-            let stored = model.spec.evidence.iter().find(|e| {
+            // A class-scoped check is compared with its own class's entry, else the one for
+            // every class; never with another class's (it measured other kernels).
+            let of_check = |e: &&Entry| {
                 e.platform == key.platform
                     && e.check == key.check
                     && (e.engine == key.engine || e.engine.is_none())
-            });
+            };
+            let stored = match &key.cpu_class {
+                Some(class) => model
+                    .spec
+                    .evidence
+                    .iter()
+                    .filter(of_check)
+                    .find(|e| e.cpu_class.as_deref() == Some(class))
+                    .or_else(|| {
+                        model
+                            .spec
+                            .evidence
+                            .iter()
+                            .filter(of_check)
+                            .find(|e| e.cpu_class.is_none())
+                    }),
+                None => model
+                    .spec
+                    .evidence
+                    .iter()
+                    .filter(of_check)
+                    .find(|e| e.cpu_class.is_none()),
+            };
             // An entry moved from the specs held a cell's first failed check only: the cell's
             // other checks have no entry, which says nothing of them.
             let legacy_cell = model.spec.evidence.iter().any(|e| {
@@ -898,6 +1039,8 @@ fn read_records(
     err: &mut dyn Write,
 ) -> Result<(String, Records), String> {
     let mut all: Vec<Record> = Vec::new();
+    // The ledger's records of checks the run's plan did not run (a known issue, a feature off).
+    let mut planned_not_run: Vec<Record> = Vec::new();
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("error: {}: {e}", dir.display()))?
         .flatten()
@@ -920,6 +1063,8 @@ fn read_records(
             })?;
             if record.platform == platform && record.measured() {
                 all.push(record);
+            } else if record.platform == platform && record.basis != Basis::Measured {
+                planned_not_run.push(record);
             }
         }
     }
@@ -966,6 +1111,13 @@ fn read_records(
         );
     }
     let mut by_cell: Records = BTreeMap::new();
+    for record in planned_not_run.into_iter().filter(|r| r.run_id == run_id) {
+        by_cell
+            .entry((record.model, record.engine_kind))
+            .or_default()
+            .not_run
+            .insert(record.check);
+    }
     for ((model, engine, check, _), record) in newest {
         let checks = &mut by_cell.entry((model, engine)).or_default().checks;
         if checks
@@ -1006,6 +1158,7 @@ mod tests {
             stage: kind.and_then(ErrorKind::stage),
             device: Some(device.into()),
             device_kind: None,
+            cpu_class: None,
             library: None,
             fixture: Some(hwmatrix_record::FixtureRecord {
                 dir: "<fixtures>/bert".into(),
@@ -1173,6 +1326,7 @@ mod tests {
             platform: Some(Platform::Qnn),
             engine: Some(EngineKind::Onnxruntime),
             check: "runs".into(),
+            cpu_class: None,
         };
         let stored = record(
             Platform::Qnn,

@@ -64,6 +64,11 @@ pub struct PrecisionPlan {
     /// The cell's own status when it does not run; else Run, or the
     /// variant's stored outcome (the evidence store).
     pub planned: Planned<String>,
+    /// A CPU class's own status where its entries say otherwise (a precision
+    /// check on a platform that computes on the host's CPU: an int8 graph that
+    /// saturates without VNNI): on a machine of that class the check runs and
+    /// must fail as stored (the runtime's `checks::precision`).
+    pub by_class: Vec<(String, Planned<String>)>,
     pub tolerance: PrecisionTolerance,
 }
 
@@ -457,13 +462,36 @@ impl<'a> Cell<'a> {
         formats
             .iter()
             .map(|&precision| {
-                let planned = match (
-                    planned,
-                    from_evidence(&self.what, &self.entries(&[precision.check_name()])),
-                ) {
+                let entries = self.entries(&[precision.check_name()]);
+                // Entries for every CPU class decide the check; a class's own entries decide
+                // it on that class (its kernels differ), where the cell runs at all.
+                let every: Vec<&Entry> = entries
+                    .iter()
+                    .copied()
+                    .filter(|e| e.cpu_class.is_none())
+                    .collect();
+                let planned_here = match (planned, from_evidence(&self.what, &every)) {
                     (Planned::Run, Some(stored)) => stored,
                     (other, _) => other.clone(),
                 };
+                let classes: BTreeSet<&str> = entries
+                    .iter()
+                    .filter_map(|e| e.cpu_class.as_deref())
+                    .collect();
+                let by_class = classes
+                    .into_iter()
+                    .filter(|_| *planned == Planned::Run)
+                    .filter_map(|class| {
+                        let own: Vec<&Entry> = entries
+                            .iter()
+                            .copied()
+                            .filter(|e| e.cpu_class.as_deref() == Some(class))
+                            .collect();
+                        let what = format!("{} ({class})", self.what);
+                        Some((class.to_string(), from_evidence(&what, &own)?))
+                    })
+                    .collect();
+                let planned = planned_here;
                 let tolerance = self
                     .spec
                     .precision_tolerances
@@ -473,6 +501,7 @@ impl<'a> Cell<'a> {
                 PrecisionPlan {
                     precision,
                     planned,
+                    by_class,
                     tolerance,
                 }
             })

@@ -72,6 +72,9 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
         Availability::Present(what) => found.push(format!("hardware: {what}")),
         Availability::Absent(why) => missing.push(why),
     }
+    if platform.computes_on_host_cpu() {
+        cpu_class(specs, platform, &mut found, &mut missing);
+    }
     // Each engine the planner gives the platform's cells: what it would load, or why it cannot.
     let planned = hwmatrix_specs::plan::plan_platform(specs, platform);
     let mut features = vec![spec.feature.clone()];
@@ -155,6 +158,41 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
         found,
         missing,
         command,
+    }
+}
+
+/// This machine's CPU class, and whether the evidence store was measured on
+/// it. cpu's precision verdicts are per class (int8's kernels saturate
+/// without VNNI), so a class the store never measured for cpu is missing: its
+/// checks would be judged by another CPU's entries. openvino's store has no
+/// class of its own yet on every class CI lands on, so there it is said, not failed.
+fn cpu_class(
+    specs: &Specs,
+    platform: Platform,
+    found: &mut Vec<String>,
+    missing: &mut Vec<String>,
+) {
+    let here = hwmatrix_cell::CpuClass::here();
+    let measured = hwmatrix_specs::spec::cpu_classes::read(&specs.root)
+        .map(|file| file.measured(platform, &here.class).cloned());
+    match measured {
+        Ok(Some(class)) => found.push(format!(
+            "cpu class: {}; the store's {platform} evidence of this class is run {} on {} ({})",
+            here.describe(),
+            class.run,
+            class.host,
+            class.date
+        )),
+        Ok(None) if platform == Platform::Cpu => missing.push(format!(
+            "cpu class: {}: the evidence store has no cpu evidence measured on a CPU of this class ({}), so its precision checks would be judged by another class's verdicts (int8's kernels differ by class). Record this class on this machine: `gen import --platform cpu`, then `gen`, and commit model-specs/evidence/ (a reviewed diff)",
+            here.describe(),
+            hwmatrix_specs::spec::cpu_classes::path(Path::new("model-specs")).display()
+        )),
+        Ok(None) => found.push(format!(
+            "cpu class: {}: never measured for {platform} (its precision checks run and are this class's first measurements; `gen import --platform {platform}` records them)",
+            here.describe()
+        )),
+        Err(e) => missing.push(format!("cpu class: {e}")),
     }
 }
 

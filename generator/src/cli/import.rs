@@ -55,6 +55,11 @@ pub struct Args {
     /// folder of *.jsonl, e.g. from another machine) instead of running the cells
     #[arg(long, value_name = "DIR")]
     records: Option<PathBuf>,
+    /// With --records: the CPU flags of the machine that wrote them (a
+    /// `/proc/cpuinfo` copy, or any file with its `flags :` line), for records
+    /// written before they named their CPU class; a record that names one keeps it
+    #[arg(long, value_name = "FILE", requires = "records")]
+    cpu_flags: Option<PathBuf>,
     /// With --platform: re-measure the cells the evidence store holds entries of and
     /// compare, writing nothing; exit 1 naming each entry the run disagrees with
     /// (accepting a new status is `gen import --platform P`, a reviewed change)
@@ -113,9 +118,26 @@ fn measure_platforms(
     err: &mut dyn Write,
 ) -> Result<i32, String> {
     let specs = cx.specs()?;
+    let cpu_class = match &args.cpu_flags {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("error: {}: {e}", path.display()))?;
+            Some(hwmatrix_cell::CpuClass::from_cpuinfo(&text).ok_or_else(|| {
+                format!(
+                    "error: {}: no `flags :` (x86) or `Features :` (arm64) line\n  help: give a copy of /proc/cpuinfo of the machine that wrote the records",
+                    path.display()
+                )
+            })?)
+        }
+    };
     let nncf_python = hwmatrix_platforms::openvino::runtime_python();
     let options = measure::Options {
         records: args.records.as_deref(),
+        records_cpu_class: cpu_class.as_ref(),
+        cpu_class: cpu_class
+            .clone()
+            .unwrap_or_else(|| hwmatrix_cell::CpuClass::here().clone()),
         verify: args.verify,
         slice: args.slice,
         features: args.features.clone(),

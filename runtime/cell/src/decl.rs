@@ -501,6 +501,19 @@ pub struct PrecisionCheck {
     pub bound: AgreementBound,
 }
 
+/// A precision check's status on one CPU class, where the evidence store
+/// holds that class's own outcome (an int8 graph whose u8 x s8 kernels
+/// saturate without VNNI fails there and passes elsewhere). The test runs on
+/// every class; on this one it must fail as stored, and a pass fails it as an
+/// out-of-date entry.
+#[derive(Clone, Copy, Debug)]
+pub struct ClassPlan {
+    pub precision: Precision,
+    /// The class's name (`x86-64 avx2`, [`crate::CpuClass`]).
+    pub class: &'static str,
+    pub planned: Planned,
+}
+
 /// A precision variant's bound on every float output: each row's cosine
 /// similarity with the reference's (a row is a feature vector: a token's hidden
 /// state, an embedding, a logits vector; or one batch item of a feature map),
@@ -527,6 +540,9 @@ pub struct Cell {
     pub allowed_fallback: &'static [AllowedFallback],
     /// Precision variants checked besides float32 (hardware.yaml `precision_checks`).
     pub precision_checks: &'static [PrecisionCheck],
+    /// A CPU class's own status of a precision check, where its stored
+    /// entries say otherwise than `precision_checks` (see [`ClassPlan`]).
+    pub class_plans: &'static [ClassPlan],
     /// Where the platform's hardware computes float32 graphs in a lower precision.
     pub float32_computed_in: Option<ComputedIn>,
     /// The `generates` check, for a generating model's ONNX cells.
@@ -570,6 +586,7 @@ impl Cell {
             tolerance_override: None,
             allowed_fallback: &[],
             precision_checks: &[],
+            class_plans: &[],
             float32_computed_in: None,
             generation: None,
             in_own_process: None,
@@ -617,6 +634,27 @@ impl Cell {
     pub const fn with_precision_checks(mut self, checks: &'static [PrecisionCheck]) -> Cell {
         self.precision_checks = checks;
         self
+    }
+
+    /// Precision checks whose status on a CPU class is that class's own.
+    pub const fn with_class_plans(mut self, plans: &'static [ClassPlan]) -> Cell {
+        self.class_plans = plans;
+        self
+    }
+
+    /// The status of a precision check on a machine of CPU class `class`: its
+    /// class's own where the store has one, else the check's for every class.
+    pub fn precision_planned_on(&self, precision: Precision, class: &str) -> Option<Planned> {
+        let own = self.class_plan(precision, class).map(|p| p.planned);
+        own.or_else(|| self.precision_check(precision).map(|c| c.planned))
+    }
+
+    /// The class's own status of a precision check, where the store holds one
+    /// (only cells of platforms that compute on the host's CPU have them).
+    pub fn class_plan(&self, precision: Precision, class: &str) -> Option<&'static ClassPlan> {
+        self.class_plans
+            .iter()
+            .find(|p| p.precision == precision && p.class == class)
     }
 
     /// The model generates: this cell runs the `generates` check on the fixture

@@ -4,6 +4,7 @@
 //! `generated/`; the runtime reads that data and runs the cell. Keeping them
 //! here means the generator links no engine library (ONNX Runtime, libtorch).
 
+pub mod cpu_class;
 pub mod decl;
 pub mod dtype;
 pub mod error_kind;
@@ -17,10 +18,11 @@ pub mod run;
 pub mod stage;
 pub mod wgpu_adapter;
 
+pub use cpu_class::CpuClass;
 pub use decl::{
-    AgreementBound, AllowedFallback, BrowserApp, BrowserBackend, Cell, ComputedIn, Engine,
-    EngineKind, ExecutionProvider, GenerationCheck, GenerationDecl, ModelDecl, PlatformDecl,
-    Precision, PrecisionCheck, TensorDecl, Tolerance,
+    AgreementBound, AllowedFallback, BrowserApp, BrowserBackend, Cell, ClassPlan, ComputedIn,
+    Engine, EngineKind, ExecutionProvider, GenerationCheck, GenerationDecl, ModelDecl,
+    PlatformDecl, Precision, PrecisionCheck, TensorDecl, Tolerance,
 };
 pub use dtype::DType;
 pub use error_kind::{Attribution, ErrorKind};

@@ -47,6 +47,13 @@ impl Platform {
     pub fn from_name(name: &str) -> Option<Platform> {
         Platform::ALL.into_iter().find(|p| p.name() == name)
     }
+
+    /// Whether the platform's engines compute on this machine's own CPU (cpu;
+    /// openvino's CPU device), whose class decides their integer kernels: its
+    /// records and entries name the class (`cpu_class`).
+    pub fn computes_on_host_cpu(self) -> bool {
+        matches!(self, Platform::Cpu | Platform::Openvino)
+    }
 }
 
 impl fmt::Display for Platform {

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 pub use bench::{Bench, GenerationBench, GenerationPython, Latency, Python, Throughput};
 pub use deviation::{Agreement, DeviationRecord, OutputDeviation, Spread, Worst};
 pub use generation::{Divergence, GenerationRecord, NearTie, StepRecord};
-pub use hwmatrix_cell::{Basis, EngineKind, ErrorKind, Outcome, Platform, Stage};
+pub use hwmatrix_cell::{Basis, CpuClass, EngineKind, ErrorKind, Outcome, Platform, Stage};
 pub use placement::{Fallback, ProviderEvidence, ProviderShare};
 pub use quantization::{LayerQuantization, QuantizationRecord};
 
@@ -69,6 +69,12 @@ pub struct Record {
     /// readers fall back on the device's words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_kind: Option<hwmatrix_cell::DeviceKind>,
+    /// The class of the CPU the check computed on (its kernel-deciding
+    /// instruction-set features), on platforms that compute on the host's CPU
+    /// (cpu, openvino); absent in records written before it was recorded, which
+    /// `gen import --cpu-flags` classes from their machine's flags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_class: Option<hwmatrix_cell::CpuClass>,
     /// The `generates` check's steps: each step's error, and where it first diverged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generation: Option<GenerationRecord>,

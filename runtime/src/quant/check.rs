@@ -142,6 +142,7 @@ pub(crate) fn blank_record(cell: &QuantizationCell, scheme: QuantScheme) -> Reco
         library: None,
         device: None,
         device_kind: None,
+        cpu_class: None,
         precision: scheme.name().into(),
         quantization: None,
         bench: None,

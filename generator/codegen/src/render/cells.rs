@@ -132,6 +132,16 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
                 })
             });
             cell_expr = quote!(#cell_expr.with_precision_checks(&[ #(#checks),* ]));
+            let class_plans: Vec<TokenStream> = cell.precision_checks.iter().flat_map(|p| {
+                let precision = ident(&format!("{:?}", p.precision));
+                p.by_class.iter().map(move |(class, planned)| {
+                    let planned = self::planned(planned);
+                    quote!(runtime::ClassPlan { precision: runtime::Precision::#precision, class: #class, planned: #planned })
+                })
+            }).collect();
+            if !class_plans.is_empty() {
+                cell_expr = quote!(#cell_expr.with_class_plans(&[ #(#class_plans),* ]));
+            }
         }
         if let Some(generation) = &cell.generation {
             let g_planned = self::planned(generation);

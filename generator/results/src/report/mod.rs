@@ -10,6 +10,7 @@
 
 pub mod compare;
 pub mod coverage;
+pub mod cpu_classes;
 pub mod diff;
 pub mod export;
 pub mod generation;
@@ -375,6 +376,8 @@ pub struct Report {
     pub precision: precision::PrecisionEvidence,
     /// The `generates` checks: a generation column per platform for the generating models.
     pub generation: generation::GenerationEvidence,
+    /// Precision verdicts per CPU class, from the evidence store.
+    pub cpu_classes: cpu_classes::CpuClassesSection,
     /// The models no platform could run, by what stopped their fixture.
     pub export_failures: export::ExportFailures,
     /// What each architecture weighs at its default size (computed by `gen memory`, set by
@@ -551,6 +554,7 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
         kernel_checks,
         precision,
         generation,
+        cpu_classes: cpu_classes::cpu_classes(plan)?,
         export_failures: export::export_failures(plan),
         memory: memory::MemorySection::default(),
         engine_disagreements,

@@ -96,6 +96,7 @@ fn small_report() -> Report {
         kernel_checks: kernel_checks(),
         precision: precision(),
         generation: generation(),
+        cpu_classes: cpu_classes(),
         export_failures: export_failures(),
         memory: memory(),
         engine_disagreements: engine_disagreements(),
@@ -113,6 +114,58 @@ fn small_report() -> Report {
         }],
         recommendations: recommendations(),
         cells: cells(),
+    }
+}
+
+/// Two CPU classes measured (AVX2 without VNNI, AVX-512 VNNI), and bert's int8 failing on AVX2 only.
+fn cpu_classes() -> cpu_classes::CpuClassesSection {
+    use cpu_classes::{ClassVerdict, ClassVerdicts};
+    use hwmatrix_specs::spec::cpu_classes::{CheckCount, MeasuredClass};
+    let class = |class: &str, features: &str, passed: usize| MeasuredClass {
+        platform: hwmatrix_cell::Platform::Cpu,
+        class: class.into(),
+        cpu: format!("{class} ({features})"),
+        run: "run-1".into(),
+        date: "2026-12-01T21:36:19Z".into(),
+        host: "vm".into(),
+        checks: [(
+            "int8_matches_reference".to_string(),
+            CheckCount {
+                measured: 2,
+                passed,
+            },
+        )]
+        .into(),
+    };
+    let verdicts = |model: &str, avx2: ClassVerdict| ClassVerdicts {
+        model: model.into(),
+        platform: "cpu".into(),
+        engine: "onnxruntime".into(),
+        check: "int8_matches_reference".into(),
+        by_class: vec![
+            ("x86-64 avx2".into(), avx2),
+            ("x86-64 avx512-vnni".into(), ClassVerdict::Passes),
+        ],
+    };
+    cpu_classes::CpuClassesSection {
+        measured: vec![
+            class("x86-64 avx2", "avx2", 1),
+            class(
+                "x86-64 avx512-vnni",
+                "avx512_vnni avx512bw avx512f avx_vnni avx2",
+                2,
+            ),
+        ],
+        never_measured: vec!["x86-64 amx".into(), "arm64 i8mm".into()],
+        verdicts: vec![
+            verdicts(
+                "bert",
+                ClassVerdict::FailsHere {
+                    attribution: "engine".into(),
+                },
+            ),
+            verdicts("vit", ClassVerdict::Passes),
+        ],
     }
 }
 

@@ -52,6 +52,13 @@ pub struct Entry {
     /// The record's check (`runs`, `int8_matches_reference`, `generates`,
     /// `int4_quantization`) or a pipeline check.
     pub check: String,
+    /// The CPU class the entry holds for (`x86-64 avx2`), where it is one
+    /// class's: a precision check on a platform that computes on the host's
+    /// CPU ([`class_scoped`]), whose integer kernels differ by class. None:
+    /// every class (every other check; and a precision entry measured on one
+    /// class that no other class has measured otherwise yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_class: Option<String>,
     pub outcome: EntryOutcome,
     /// Who failed; every failure names one, a format that does not apply none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -95,6 +102,10 @@ pub struct Provenance {
     /// The engine library and its version, as the check loaded it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub library: Option<String>,
+    /// The class of the CPU it computed on, with its deciding features
+    /// (`x86-64 avx2 (avx2)`), on platforms that compute on the host's CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<String>,
     /// The fixture key the check ran (or the export tried) with: a spec, an
     /// exporter or requirements that changed since make the entry stale.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -177,13 +188,21 @@ impl Entry {
         format!("{what} {who} (evidence: {when}): {}", self.error)
     }
 
-    /// The order entries are kept in: by name (a pipeline check first).
-    fn sort_key(&self) -> (&'static str, &'static str, &str) {
+    /// The order entries are kept in: by name (a pipeline check first), an
+    /// entry for every CPU class before each class's own.
+    fn sort_key(&self) -> (&'static str, &'static str, &str, &str) {
         (
             self.platform.map_or("", Platform::name),
             self.engine.map_or("", EngineKind::name),
             &self.check,
+            self.cpu_class.as_deref().unwrap_or(""),
         )
+    }
+
+    /// Whether the entry holds on a machine of CPU class `class` (an entry
+    /// for every class holds on all of them).
+    pub fn holds_on(&self, class: &str) -> bool {
+        self.cpu_class.as_deref().is_none_or(|c| c == class)
     }
 
     /// Whether `other` says the same as this one (all but provenance).
@@ -389,30 +408,105 @@ pub fn write(root: &Path, mut file: EvidenceFile) -> Result<bool, String> {
 
 /// Merges a run's measured outcomes into a model's entries: each measured
 /// check replaces its entry when what it says changed or the old one is stale
-/// (a pass removes it); an entry the run did not measure stays as it was.
+/// (a pass removes it); an entry the run did not measure stays as it was. A
+/// check measured on a CPU class (`key.cpu_class`) merges as [`merge_on_class`] says.
 pub fn merge(
     entries: &mut Vec<Entry>,
     measured: Vec<(EntryKey, Option<Entry>)>,
     fixture_key: &str,
 ) {
     for (key, new) in measured {
+        if let Some(class) = key.cpu_class.clone() {
+            merge_on_class(entries, &key, &class, new, fixture_key);
+            continue;
+        }
         let at = entries.iter().position(|e| {
             e.platform == key.platform
                 && e.check == key.check
+                && e.cpu_class.is_none()
                 && (e.engine == key.engine || (e.engine.is_none() && e.provenance.legacy.is_some()))
         });
-        match (at, new) {
-            (Some(i), Some(new))
-                if entries[i].same_outcome(&new) && entries[i].stale(fixture_key).is_none() => {}
-            (Some(i), Some(new)) => entries[i] = new,
-            (Some(i), None) => {
-                entries.remove(i);
-            }
-            (None, Some(new)) => entries.push(new),
-            (None, None) => {}
-        }
+        replace(entries, at, new, fixture_key);
     }
     entries.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+}
+
+/// Entry `at` (if any) replaced by what was measured: kept where it says the
+/// same and is fresh, removed by a pass, added where there was none.
+fn replace(entries: &mut Vec<Entry>, at: Option<usize>, new: Option<Entry>, fixture_key: &str) {
+    match (at, new) {
+        (Some(i), Some(new))
+            if entries[i].same_outcome(&new) && entries[i].stale(fixture_key).is_none() => {}
+        (Some(i), Some(new)) => entries[i] = new,
+        (Some(i), None) => {
+            entries.remove(i);
+        }
+        (None, Some(new)) => entries.push(new),
+        (None, None) => {}
+    }
+}
+
+/// A class-scoped check measured on CPU class `class`: never compared with
+/// another class's verdict, and never taken away from a class that measured
+/// otherwise.
+/// - The class's own entry, where it has one, is replaced (or a pass removes it).
+/// - Else an entry for every class: a failure here keeps it for every class
+///   (refreshed; classes that never measured the check keep it); a pass here
+///   narrows it to the class that measured it (its provenance's), or removes
+///   it where that class is this one or unknown.
+/// - Else a failure is this class's own entry; a pass writes nothing.
+fn merge_on_class(
+    entries: &mut Vec<Entry>,
+    key: &EntryKey,
+    class: &str,
+    new: Option<Entry>,
+    fixture_key: &str,
+) {
+    let same_check = |e: &Entry| {
+        e.platform == key.platform
+            && e.check == key.check
+            && (e.engine == key.engine || (e.engine.is_none() && e.provenance.legacy.is_some()))
+    };
+    let own = entries
+        .iter()
+        .position(|e| same_check(e) && e.cpu_class.as_deref() == Some(class));
+    let every = entries
+        .iter()
+        .position(|e| same_check(e) && e.cpu_class.is_none());
+    match (own, every, new) {
+        (Some(i), _, new) => {
+            let new = new.map(|n| on_class(n, class));
+            replace(entries, Some(i), new, fixture_key);
+        }
+        (None, Some(i), Some(new)) => replace(entries, Some(i), Some(new), fixture_key),
+        (None, Some(i), None) => match entries[i].provenance.cpu_class().map(str::to_string) {
+            Some(there) if there != class => entries[i] = on_class(entries[i].clone(), &there),
+            _ => {
+                entries.remove(i);
+            }
+        },
+        (None, None, Some(new)) => entries.push(on_class(new, class)),
+        (None, None, None) => {}
+    }
+}
+
+/// An entry narrowed to CPU class `class`. An int8 failure of a model on a
+/// class whose integer kernels can saturate (no VNNI) is the engine's on that
+/// hardware: the same graph keeps its bounds where VNNI computes it exactly.
+fn on_class(mut entry: Entry, class: &str) -> Entry {
+    let int8 = entry.check == hwmatrix_cell::Precision::Int8.check_name();
+    if int8
+        && hwmatrix_cell::cpu_class::int8_may_saturate(class)
+        && entry.attribution == Some(Attribution::Model)
+    {
+        entry.attribution = Some(Attribution::Engine);
+        entry.error = format!(
+            "on {class}, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): {}",
+            entry.error
+        );
+    }
+    entry.cpu_class = Some(class.to_string());
+    entry
 }
 
 /// Which check an entry is about.
@@ -421,6 +515,28 @@ pub struct EntryKey {
     pub platform: Option<Platform>,
     pub engine: Option<EngineKind>,
     pub check: String,
+    /// The CPU class a [`class_scoped`] check was measured on; None for every other.
+    pub cpu_class: Option<String>,
+}
+
+/// Whether a check's verdict is one CPU class's: a precision variant on a
+/// platform that computes on the host's CPU (cpu; openvino's CPU device),
+/// whose integer kernels the CPU's instruction set decides (an int8 graph that
+/// passes with VNNI saturates without it). Float32 checks run the same
+/// float kernels' results on every class and keep one entry for all.
+pub fn class_scoped(platform: Option<Platform>, check: &str) -> bool {
+    platform.is_some_and(Platform::computes_on_host_cpu)
+        && hwmatrix_cell::Precision::ALL
+            .iter()
+            .any(|p| p.check_name() == check)
+}
+
+impl Provenance {
+    /// The CPU class it was measured on (`x86-64 avx2`), where it names one.
+    pub fn cpu_class(&self) -> Option<&str> {
+        let cpu = self.cpu.as_deref()?;
+        Some(cpu.split_once(" (").map_or(cpu, |(class, _)| class))
+    }
 }
 
 impl Provenance {
@@ -436,6 +552,7 @@ impl Provenance {
                 "torch.onnx (legacy, then dynamo), checked by onnxruntime's CPU provider".into(),
             ),
             library: Some(exporter_libraries()),
+            cpu: None,
             fixture_key: Some(fixture_key.to_string()),
             runtime: Some(env!("CARGO_PKG_VERSION").to_string()),
             legacy: None,
@@ -602,6 +719,7 @@ pub fn pipeline_failure(check: &str, failure: &PipelineFailure, fixture_key: &st
         platform: None,
         engine: None,
         check: check.to_string(),
+        cpu_class: None,
         outcome: EntryOutcome::Failed,
         attribution: Some(attribution),
         stage: Some(failure.stage),
@@ -642,6 +760,7 @@ mod tests {
             platform,
             engine: platform.map(|_| EngineKind::Onnxruntime),
             check: check.into(),
+            cpu_class: None,
             outcome: EntryOutcome::Failed,
             attribution: Some(Attribution::Engine),
             stage: Some(Stage::Run),
@@ -658,11 +777,72 @@ mod tests {
     }
 
     #[test]
+    fn a_class_scoped_check_keeps_each_cpu_class_its_own_verdict() {
+        const AVX2: &str = "x86-64 avx2";
+        const VNNI: &str = "x86-64 avx512-vnni";
+        let int8 = "int8_matches_reference";
+        assert!(class_scoped(Some(Platform::Cpu), int8));
+        assert!(class_scoped(Some(Platform::Openvino), int8));
+        assert!(!class_scoped(Some(Platform::Cpu), "matches_reference"));
+        assert!(!class_scoped(Some(Platform::Webgpu), int8));
+        let on = |class: &str| EntryKey {
+            platform: Some(Platform::Cpu),
+            engine: Some(EngineKind::Onnxruntime),
+            check: int8.into(),
+            cpu_class: Some(class.into()),
+        };
+        let measured_on = |class: &str| {
+            let mut e = failure(Some(Platform::Cpu), int8, "cosine 0.7087, below 0.98", "k");
+            e.attribution = Some(Attribution::Model);
+            e.provenance.cpu = Some(format!("{class} (avx2)"));
+            e
+        };
+        // A failure on AVX2 where the store has none: AVX2's own, the engine's on that hardware.
+        let mut entries = Vec::new();
+        merge(&mut entries, vec![(on(AVX2), Some(measured_on(AVX2)))], "k");
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].cpu_class.as_deref(), Some(AVX2));
+        assert_eq!(entries[0].attribution, Some(Attribution::Engine));
+        assert!(entries[0].error.starts_with("on x86-64 avx2, without VNNI"));
+        assert!(entries[0].holds_on(AVX2) && !entries[0].holds_on(VNNI));
+        // A pass on VNNI never clears AVX2's entry; a pass on AVX2 does.
+        merge(&mut entries, vec![(on(VNNI), None)], "k");
+        assert_eq!(entries.len(), 1);
+        merge(&mut entries, vec![(on(AVX2), None)], "k");
+        assert!(entries.is_empty());
+        // An entry for every class, measured on VNNI: a failure on AVX2 keeps it for every
+        // class (a model's failure is not AVX2's); a pass on AVX2 narrows it to VNNI.
+        let mut vnni = measured_on(VNNI);
+        vnni.error = "cosine 0.5, below 0.98".into();
+        let mut entries = vec![vnni.clone()];
+        merge(&mut entries, vec![(on(AVX2), Some(measured_on(AVX2)))], "k");
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].cpu_class, None);
+        assert_eq!(entries[0].attribution, Some(Attribution::Model));
+        let mut entries = vec![vnni.clone()];
+        merge(&mut entries, vec![(on(AVX2), None)], "k");
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].cpu_class.as_deref(), Some(VNNI));
+        assert_eq!(
+            entries[0].attribution,
+            Some(Attribution::Model),
+            "VNNI computes int8 exactly: its failure stays the model's"
+        );
+        // Measured before entries named their CPU: a pass anywhere clears it, as before.
+        let mut legacy = vnni.clone();
+        legacy.provenance.cpu = None;
+        let mut entries = vec![legacy];
+        merge(&mut entries, vec![(on(AVX2), None)], "k");
+        assert!(entries.is_empty());
+    }
+
+    #[test]
     fn the_same_failure_keeps_its_entry_another_replaces_it_and_a_pass_clears_it() {
         let key = |check: &str| EntryKey {
             platform: Some(Platform::Openvino),
             engine: Some(EngineKind::Onnxruntime),
             check: check.into(),
+            cpu_class: None,
         };
         let old = failure(Some(Platform::Openvino), "runs", "runs: failed", "k1");
         let mut entries = vec![old.clone()];

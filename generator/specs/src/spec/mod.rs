@@ -2,6 +2,7 @@
 //! anything is generated; every problem found is reported, each with its
 //! file, line, column and fix.
 
+pub mod cpu_classes;
 mod error;
 pub mod evidence;
 pub mod resolve;

@@ -1,0 +1,139 @@
+//! The report's CPU classes: precision verdicts of the platforms that
+//! compute on the host's CPU, per class of CPU (the instruction-set features
+//! that pick ONNX Runtime's and OpenVINO's integer kernels). From the
+//! evidence store, not from the runs read: which classes were measured (the
+//! store's `cpu-classes/measured.yaml`), which never were, and per
+//! architecture and format the verdict on each class measured, so a user
+//! reads which int8 keeps which architecture within its bounds on their CPU.
+
+use serde::Serialize;
+
+use hwmatrix_cell::{Planned, cpu_class::CLASSES};
+use hwmatrix_specs::plan::Plan;
+use hwmatrix_specs::spec::cpu_classes;
+use hwmatrix_specs::spec::evidence::Entry;
+
+#[derive(Debug, Default, Serialize)]
+pub struct CpuClassesSection {
+    /// Each platform and class the store was measured on.
+    pub measured: Vec<cpu_classes::MeasuredClass>,
+    /// cpu's classes the store was never measured on (of those hwmatrix names).
+    pub never_measured: Vec<String>,
+    /// Every cell's class-scoped check, with its verdict on each class measured for its platform.
+    pub verdicts: Vec<ClassVerdicts>,
+}
+
+/// One precision check of one cell, per CPU class measured.
+#[derive(Debug, Serialize)]
+pub struct ClassVerdicts {
+    pub model: String,
+    pub platform: String,
+    pub engine: String,
+    pub check: String,
+    /// (class, verdict) for each class measured on the platform, in `measured`'s order.
+    pub by_class: Vec<(String, ClassVerdict)>,
+}
+
+impl ClassVerdicts {
+    /// Whether the classes measured disagree about the check.
+    pub fn differs(&self) -> bool {
+        self.by_class.windows(2).any(|w| w[0].1 != w[1].1)
+    }
+}
+
+/// A check's verdict on one class, as the store has it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClassVerdict {
+    /// No entry holds on the class: it passed there (the store keeps non-passes only).
+    Passes,
+    /// This class's own entry: a failure on it, and who failed (`engine`, `model`).
+    FailsHere { attribution: String },
+    /// An entry for every class: it failed where measured and holds until a class measures otherwise.
+    FailsEverywhere { attribution: String },
+    /// The cell does not run the check (its float32 checks fail, a person's status).
+    NotRun,
+}
+
+impl ClassVerdict {
+    /// How a table cell says it.
+    pub fn text(&self) -> String {
+        match self {
+            ClassVerdict::Passes => "✓".into(),
+            ClassVerdict::FailsHere { attribution } => format!("✗ {attribution}, this class"),
+            ClassVerdict::FailsEverywhere { attribution } => format!("✗ {attribution}"),
+            ClassVerdict::NotRun => "–".into(),
+        }
+    }
+}
+
+/// The section, from the plan (its specs' evidence and the store's classes).
+pub fn cpu_classes(plan: &Plan) -> Result<CpuClassesSection, String> {
+    let file = cpu_classes::read(&plan.specs.root)?;
+    let never_measured = CLASSES
+        .iter()
+        .filter(|c| file.measured(hwmatrix_cell::Platform::Cpu, c).is_none())
+        .map(|c| c.to_string())
+        .collect();
+    let mut verdicts = Vec::new();
+    for model in &plan.models {
+        for cell in &model.cells {
+            let classes: Vec<&str> = file
+                .classes
+                .iter()
+                .filter(|c| c.platform == cell.platform)
+                .map(|c| c.class.as_str())
+                .collect();
+            if classes.is_empty() {
+                continue;
+            }
+            for p in &cell.precision_checks {
+                let check = p.precision.check_name();
+                let entries: Vec<&Entry> = model
+                    .model
+                    .spec
+                    .evidence
+                    .iter()
+                    .filter(|e| e.is_for(cell.platform, cell.engine.kind()) && e.check == check)
+                    .collect();
+                let attribution = |e: &Entry| {
+                    e.attribution
+                        .map_or("does not apply", |a| a.name())
+                        .to_string()
+                };
+                let by_class = classes
+                    .iter()
+                    .map(|class| {
+                        let own = entries
+                            .iter()
+                            .find(|e| e.cpu_class.as_deref() == Some(class));
+                        let every = entries.iter().find(|e| e.cpu_class.is_none());
+                        let verdict = match (own, every) {
+                            _ if cell.planned != Planned::Run => ClassVerdict::NotRun,
+                            (Some(e), _) => ClassVerdict::FailsHere {
+                                attribution: attribution(e),
+                            },
+                            (None, Some(e)) => ClassVerdict::FailsEverywhere {
+                                attribution: attribution(e),
+                            },
+                            (None, None) => ClassVerdict::Passes,
+                        };
+                        (class.to_string(), verdict)
+                    })
+                    .collect();
+                verdicts.push(ClassVerdicts {
+                    model: model.model.spec.model_type.clone(),
+                    platform: cell.platform.name().to_string(),
+                    engine: cell.engine.kind().name().to_string(),
+                    check: check.to_string(),
+                    by_class,
+                });
+            }
+        }
+    }
+    Ok(CpuClassesSection {
+        measured: file.classes,
+        never_measured,
+        verdicts,
+    })
+}
