@@ -28,6 +28,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
+    )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "audio-spectrogram-transformer on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T21:36:19Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: cosine similarity 0.9758 in its worst row (of 26; mean 0.9980), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/audio-spectrogram-transformer.yaml) (max abs error 3.828e-1; worst at flat index 19: got 0.5610204339027405, expected 0.17822782695293427); output pooler_output: cosine similarity 0.9758 in its worst row (of 1; mean 0.9758), below 0.98; relative L2 error 0.2199, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/audio-spectrogram-transformer.yaml) (max abs error 3.828e-1; worst at flat index 19: got 0.5610204339027405, expected 0.17822782695293427)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
     );
 /// audio-spectrogram-transformer on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

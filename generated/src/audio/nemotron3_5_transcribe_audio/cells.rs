@@ -32,6 +32,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
+    )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "nemotron3_5_transcribe_audio on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T21:37:01Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: cosine similarity 0.8315 in its worst row (of 8; mean 0.9527), below 0.98; relative L2 error 0.3461, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/nemotron3_5_transcribe_audio.yaml) (max abs error 2.663e0; worst at flat index 131: got -3.1934659481048584, expected -0.5309267044067383); output speaker_logits: cosine similarity 0.9725 in its worst row (of 64; mean 0.9959), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/nemotron3_5_transcribe_audio.yaml) (max abs error 3.047e-4; worst at flat index 7: got 0.0008768520783632994, expected 0.0005721842171624303)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
     );
 /// nemotron3_5_transcribe_audio on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

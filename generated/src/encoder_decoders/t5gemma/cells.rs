@@ -33,6 +33,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "t5gemma on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T21:45:30Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: cosine similarity 0.9078 in its worst row (of 4; mean 0.9200), below 0.98; relative L2 error 0.3999, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/t5gemma.yaml) (max abs error 1.131e0; worst at flat index 98: got 0.6929583549499512, expected -0.43754449486732483); output decoder_hidden_states_0: cosine similarity 0.9078 in its worst row (of 4; mean 0.9200), below 0.98; relative L2 error 0.3999, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/t5gemma.yaml) (max abs error 1.131e0; worst at flat index 98: got 0.6929583549499512, expected -0.43754449486732483); output encoder_last_hidden_state: cosine similarity 0.9588 in its worst row (of 8; mean 0.9646), below 0.98; relative L2 error 0.2660, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/t5gemma.yaml) (max abs error 7.635e-1; worst at flat index 168: got 1.7360727787017822, expected 0.9725583791732788)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
+    )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// t5gemma on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

@@ -33,6 +33,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "umt5 on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T21:45:34Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: cosine similarity 0.9600 in its worst row (of 4; mean 0.9681), below 0.98; relative L2 error 0.2526, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/umt5.yaml) (max abs error 8.360e-1; worst at flat index 42: got -0.11427129060029984, expected 0.7217373847961426); output encoder_last_hidden_state: relative L2 error 0.1491, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/umt5.yaml) (max abs error 6.157e-1; worst at flat index 43: got 0.04165218025445938, expected -0.5740781426429749)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
+    )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// umt5 on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

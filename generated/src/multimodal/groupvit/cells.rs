@@ -32,6 +32,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
+    )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "groupvit on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T21:46:29Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output logits_per_image: cosine similarity 0.8166 in its worst row (of 2; mean 0.8636), below 0.98; relative L2 error 0.4790, above 0.1; top-1 agreement 0.0000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 2.110e0; worst at flat index 1: got -2.1839258670806885, expected -4.293472766876221); output logits_per_text: relative L2 error 0.4790, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 2.110e0; worst at flat index 2: got -2.1839258670806885, expected -4.293472766876221); output text_embeds: cosine similarity 0.9718 in its worst row (of 2; mean 0.9795), below 0.98; relative L2 error 0.2027, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.125e-1; worst at flat index 21: got 0.2890051305294037, expected 0.1764993965625763); output image_embeds: cosine similarity 0.9436 in its worst row (of 2; mean 0.9559), below 0.98; relative L2 error 0.2971, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.341e-1; worst at flat index 27: got -0.16982589662075043, expected -0.035695258527994156)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
     );
 /// groupvit on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

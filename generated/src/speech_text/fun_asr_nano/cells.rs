@@ -32,6 +32,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
+    )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "fun_asr_nano on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T21:47:50Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: cosine similarity 0.9632 in its worst row (of 40; mean 0.9856), below 0.98; relative L2 error 0.1695, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/fun_asr_nano.yaml) (max abs error 5.687e-1; worst at flat index 877: got -0.8840698599815369, expected -0.31539204716682434); output audio_hidden_states: cosine similarity 0.9738 in its worst row (of 32; mean 0.9899), below 0.98; relative L2 error 0.1418, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/fun_asr_nano.yaml) (max abs error 8.618e-3; worst at flat index 833: got 0.01812661811709404, expected 0.009509062394499779)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
     );
 /// fun_asr_nano on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

@@ -32,6 +32,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
+    )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "parakeet_rnnt on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T21:48:16Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: cosine similarity 0.9534 in its worst row (of 1; mean 0.9534), below 0.98; relative L2 error 0.3053, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/parakeet_rnnt.yaml) (max abs error 1.315e0; worst at flat index 95: got 1.590806007385254, expected 0.27618271112442017); output pooler_output: cosine similarity 0.9434 in its worst row (of 1; mean 0.9434), below 0.98; relative L2 error 0.3344, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/parakeet_rnnt.yaml) (max abs error 1.059e-1; worst at flat index 160: got -0.14212150871753693, expected -0.03618146479129791); output logits: cosine similarity 0.9476 in its worst row (of 16; mean 0.9515), below 0.98; relative L2 error 0.3119, above 0.1; top-1 agreement 0.5000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/parakeet_rnnt.yaml) (max abs error 1.157e-2; worst at flat index 12546: got -0.006642593070864677, expected 0.004927956033498049)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
     );
 /// parakeet_rnnt on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

@@ -28,6 +28,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
+    )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "qwen3_asr on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T21:48:22Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: cosine similarity 0.8277 in its worst row (of 21; mean 0.9176), below 0.98; relative L2 error 0.4057, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/qwen3_asr.yaml) (max abs error 1.564e0; worst at flat index 268: got -1.9522188901901245, expected -0.3878699243068695); output audio_hidden_states: cosine similarity 0.8846 in its worst row (of 13; mean 0.9065), below 0.98; relative L2 error 0.4321, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/qwen3_asr.yaml) (max abs error 7.431e-3; worst at flat index 72: got -0.00022542015358339995, expected -0.0076560163870453835)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
     );
 /// qwen3_asr on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

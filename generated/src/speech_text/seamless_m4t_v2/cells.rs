@@ -28,6 +28,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
+    )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "seamless_m4t_v2 on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T21:48:30Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output logits: cosine similarity 0.9578 in its worst row (of 4; mean 0.9604), below 0.98; relative L2 error 0.2787, above 0.1; top-1 agreement 0.5000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/seamless_m4t_v2.yaml) (max abs error 2.231e-1; worst at flat index 1849: got -0.09770280122756958, expected 0.12543439865112305); output encoder_last_hidden_state: relative L2 error 0.1818, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/seamless_m4t_v2.yaml) (max abs error 5.323e-1; worst at flat index 2: got -2.045013904571533, expected -1.5127044916152954)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
     );
 /// seamless_m4t_v2 on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

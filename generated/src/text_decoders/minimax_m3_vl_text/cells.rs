@@ -29,6 +29,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "minimax_m3_vl_text on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T21:56:09Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: cosine similarity 0.9738 in its worst row (of 8; mean 0.9908), below 0.98; relative L2 error 0.1354, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/minimax_m3_vl_text.yaml) (max abs error 4.858e-1; worst at flat index 15: got -1.5438745021820068, expected -1.0580633878707886)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
+    )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// minimax_m3_vl_text on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

@@ -32,6 +32,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
+    )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "videoprism_vision_model on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T22:00:12Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: cosine similarity 0.9202 in its worst row (of 16; mean 0.9467), below 0.98; relative L2 error 0.3266, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/videoprism_vision_model.yaml) (max abs error 1.051e0; worst at flat index 24: got -1.2678940296173096, expected -0.21685178577899933); output last_temporal_hidden_state: cosine similarity 0.9191 in its worst row (of 16; mean 0.9474), below 0.98; relative L2 error 0.3263, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/videoprism_vision_model.yaml) (max abs error 3.004e0; worst at flat index 24: got -2.8922905921936035, expected 0.11173731088638306); output last_spatial_hidden_state: cosine similarity 0.9220 in its worst row (of 16; mean 0.9773), below 0.98; relative L2 error 0.1987, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/videoprism_vision_model.yaml) (max abs error 4.103e0; worst at flat index 18: got 2.8322553634643555, expected 6.935695171356201)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
     );
 /// videoprism_vision_model on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

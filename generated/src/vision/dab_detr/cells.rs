@@ -28,6 +28,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
+    )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "dab-detr on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T22:00:56Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: cosine similarity 0.9726 in its worst row (of 12; mean 0.9726), below 0.98; relative L2 error 0.2341, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/dab-detr.yaml) (max abs error 9.445e-1; worst at flat index 65: got 1.8320649862289429, expected 0.8875454664230347); output intermediate_hidden_states: cosine similarity 0.9726 in its worst row (of 24; mean 0.9727), below 0.98; relative L2 error 0.2339, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/dab-detr.yaml) (max abs error 9.445e-1; worst at flat index 449: got 1.8320649862289429, expected 0.8875454664230347)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
     );
 /// dab-detr on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

@@ -28,6 +28,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
+    )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "mask2former on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T22:02:23Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output transformer_decoder_last_hidden_state: cosine similarity 0.9361 in its worst row (of 10; mean 0.9690), below 0.98; relative L2 error 0.2489, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mask2former.yaml) (max abs error 1.007e0; worst at flat index 76: got -1.183994174003601, expected -0.17654089629650116); output masks_queries_logits_0: cosine similarity 0.9763 in its worst row (of 160; mean 0.9937), below 0.98; relative L2 error 0.1114, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mask2former.yaml) (max abs error 5.564e-2; worst at flat index 932: got -0.1072552502155304, expected -0.16289038956165314); output masks_queries_logits_1: cosine similarity 0.9317 in its worst row (of 160; mean 0.9868), below 0.98; relative L2 error 0.1569, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mask2former.yaml) (max abs error 6.801e-2; worst at flat index 846: got 0.12818123400211334, expected 0.06016965210437775)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
     );
 /// mask2former on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

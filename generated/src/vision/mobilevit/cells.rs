@@ -28,6 +28,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
+    )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "mobilevit on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T22:02:47Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: cosine similarity -0.0628 in its worst row (of 1; mean -0.0628), below 0.98; relative L2 error 1.1276, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mobilevit.yaml) (max abs error 1.470e-4; worst at flat index 10: got 0.0000033802102734625805, expected -0.000143668832606636); output pooler_output: cosine similarity -0.0628 in its worst row (of 1; mean -0.0628), below 0.98; relative L2 error 1.1276, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/mobilevit.yaml) (max abs error 1.470e-4; worst at flat index 10: got 0.0000033802102734625805, expected -0.000143668832606636)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
     );
 /// mobilevit on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

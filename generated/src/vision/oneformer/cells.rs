@@ -32,6 +32,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
+    )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "oneformer on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T22:03:00Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output transformer_decoder_object_queries: cosine similarity 0.9145 in its worst row (of 10; mean 0.9159), below 0.98; relative L2 error 0.4100, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/oneformer.yaml) (max abs error 1.127e0; worst at flat index 546: got 0.8646310567855835, expected 1.9914021492004395); output transformer_decoder_contrastive_queries: cosine similarity 0.9352 in its worst row (of 9; mean 0.9358), below 0.98; relative L2 error 0.3584, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/oneformer.yaml) (max abs error 9.552e-1; worst at flat index 382: got -0.598959743976593, expected 0.3562150001525879); output transformer_decoder_mask_predictions: cosine similarity 0.9360 in its worst row (of 1; mean 0.9360), below 0.98; relative L2 error 0.3521, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/oneformer.yaml) (max abs error 2.599e-1; worst at flat index 90: got -0.2621738016605377, expected -0.5220993757247925); output transformer_decoder_class_predictions: cosine similarity 0.9378 in its worst row (of 1; mean 0.9378), below 0.98; relative L2 error 0.3477, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/oneformer.yaml) (max abs error 1.220e-1; worst at flat index 8: got 0.08852303773164749, expected -0.03346870467066765)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
     );
 /// oneformer on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

@@ -28,6 +28,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
+    )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "pe_video_encoder on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T22:03:08Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: cosine similarity 0.9344 in its worst row (of 8; mean 0.9592), below 0.98; relative L2 error 0.2796, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pe_video_encoder.yaml) (max abs error 1.040e-1; worst at flat index 164: got 0.040564633905887604, expected 0.14453448355197906); output pooler_output: cosine similarity 0.9670 in its worst row (of 1; mean 0.9670), below 0.98; relative L2 error 0.2586, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/pe_video_encoder.yaml) (max abs error 4.544e-2; worst at flat index 17: got -0.04599596932530403, expected -0.0005591218359768391)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
     );
 /// pe_video_encoder on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

@@ -28,6 +28,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
+    )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "sam2_hiera_det_model on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T22:04:17Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: relative L2 error 0.1675, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/sam2_hiera_det_model.yaml) (max abs error 1.355e-1; worst at flat index 1157: got 0.15059058368206024, expected 0.28606852889060974); output intermediate_hidden_states_2: relative L2 error 0.1289, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/sam2_hiera_det_model.yaml) (max abs error 1.483e-1; worst at flat index 8: got 0.1634344756603241, expected 0.015099778771400452); output intermediate_hidden_states_3: relative L2 error 0.1675, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/sam2_hiera_det_model.yaml) (max abs error 1.355e-1; worst at flat index 1157: got 0.15059058368206024, expected 0.28606852889060974)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
     );
 /// sam2_hiera_det_model on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

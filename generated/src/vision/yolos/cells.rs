@@ -28,6 +28,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
         ],
+    )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "yolos on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T22:05:27Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: cosine similarity 0.8271 in its worst row (of 236; mean 0.9918), below 0.98; relative L2 error 0.1280, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/yolos.yaml) (max abs error 1.078e0; worst at flat index 25: got -0.8918808698654175, expected 0.18631969392299652); output pooler_output: cosine similarity 0.8709 in its worst row (of 1; mean 0.8709), below 0.98; relative L2 error 0.5603, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/yolos.yaml) (max abs error 1.564e-1; worst at flat index 31: got 0.032888468354940414, expected -0.12351875752210617)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
     );
 /// yolos on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

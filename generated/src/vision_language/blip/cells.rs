@@ -29,6 +29,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "blip on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T22:05:31Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output text_embeds: cosine similarity 0.9630 in its worst row (of 1; mean 0.9630), below 0.98; relative L2 error 0.2720, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/blip.yaml) (max abs error 1.012e-1; worst at flat index 4: got 0.041124872863292694, expected 0.14228515326976776); output image_embeds: relative L2 error 0.1121, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/blip.yaml) (max abs error 8.743e-2; worst at flat index 7: got 0.06717544794082642, expected 0.1546028107404709)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
+    )
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {

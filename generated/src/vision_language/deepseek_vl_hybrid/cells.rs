@@ -29,6 +29,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "deepseek_vl_hybrid on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T22:05:54Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: cosine similarity 0.9359 in its worst row (of 24; mean 0.9663), below 0.98; relative L2 error 0.2596, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/deepseek_vl_hybrid.yaml) (max abs error 7.517e-1; worst at flat index 164: got 1.3759775161743164, expected 0.624284029006958); output image_hidden_states: cosine similarity 0.9411 in its worst row (of 16; mean 0.9790), below 0.98; relative L2 error 0.2005, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/deepseek_vl_hybrid.yaml) (max abs error 3.205e-3; worst at flat index 504: got 0.0002265173097839579, expected -0.002977999160066247)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
+    )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// deepseek_vl_hybrid on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(

@@ -33,6 +33,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "diffusion_gemma on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T22:06:01Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: cosine similarity 0.6504 in its worst row (of 16; mean 0.9513), below 0.98; relative L2 error 0.3120, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 1.782e0; worst at flat index 86: got -0.04782412201166153, expected 1.7341276407241821); output encoder_last_hidden_state: cosine similarity 0.6173 in its worst row (of 8; mean 0.8811), below 0.98; relative L2 error 0.4876, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 2.162e0; worst at flat index 158: got -0.5162851810455322, expected 1.6459827423095703)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
+    )
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {

@@ -29,6 +29,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "florence2 on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T22:06:40Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output encoder_last_hidden_state: cosine similarity 0.9619 in its worst row (of 25; mean 0.9968), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/florence2.yaml) (max abs error 9.572e-1; worst at flat index 363: got 0.3795342743396759, expected 1.3367589712142944)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
+    )
     .with_generation(
         &super::GENERATION,
         runtime::Planned::NotTested {

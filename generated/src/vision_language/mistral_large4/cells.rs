@@ -29,6 +29,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "mistral_large4 on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T22:09:27Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: cosine similarity 0.9258 in its worst row (of 12; mean 0.9772), below 0.98; relative L2 error 0.2075, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/mistral_large4.yaml) (max abs error 8.467e-1; worst at flat index 78: got -1.6424992084503174, expected -2.489229202270508); output image_hidden_states: relative L2 error 0.1133, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/mistral_large4.yaml) (max abs error 9.756e-4; worst at flat index 12: got -0.0009351801127195358, expected -0.0019107324769720435)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
+    )
     .with_generation(
         &super::GENERATION,
         runtime::Planned::KnownIssue {

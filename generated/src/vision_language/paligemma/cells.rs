@@ -29,6 +29,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
         ],
     )
+    .with_class_plans(
+        &[
+            runtime::ClassPlan {
+                precision: runtime::Precision::Int8,
+                class: "x86-64 avx2",
+                planned: runtime::Planned::KnownIssue {
+                    reason: "paligemma on cpu with onnxruntime (x86-64 avx2): int8_matches_reference failed: the engine or its provider (evidence: run ci-20261201T195743Z-3444 on vm, 2026-12-01T22:09:52Z): on x86-64 avx2, without VNNI (ONNX Runtime's u8 x s8 kernels can saturate there: its quantization guide's reduce_range): output last_hidden_state: cosine similarity 0.9689 in its worst row (of 9; mean 0.9964), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/paligemma.yaml) (max abs error 6.213e-1; worst at flat index 33: got -0.30450743436813354, expected 0.3167845606803894); output image_hidden_states: cosine similarity 0.9700 in its worst row (of 1; mean 0.9700), below 0.98; relative L2 error 0.2455, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/paligemma.yaml) (max abs error 6.613e-2; worst at flat index 19: got 0.058880481868982315, expected -0.007251262664794922)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
+            },
+        ],
+    )
     .with_generation(&super::GENERATION, runtime::Planned::Run);
 /// paligemma on cpu: run (libtorch, device cpu).
 pub static CPU_TORCH: runtime::Cell = runtime::Cell::new(
