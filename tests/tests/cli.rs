@@ -441,4 +441,123 @@ fn doctor_finds_the_cpu_library_the_cells_load() {
         "{}",
         run.stdout
     );
+    // This machine's CPU class, and the store's evidence of it (the checkout's own store).
+    let class = &runtime::CpuClass::here().class;
+    assert!(
+        run.stdout
+            .contains(&format!("found    cpu class: {class} ("))
+            && run
+                .stdout
+                .contains("the store's cpu evidence of this class is run "),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn doctor_fails_on_a_cpu_class_the_store_never_measured_and_says_how_to_record_it() {
+    let ws = copy_workspace("doctor-class");
+    // A store that lists no class: whatever this machine is, it was never measured.
+    std::fs::remove_dir_all(ws.specs.join("evidence").join("cpu-classes")).unwrap();
+    let run = ws.run(&["doctor", "--platform", "cpu"]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let class = &runtime::CpuClass::here().class;
+    for words in [
+        format!("cpu class: {class} ("),
+        "the evidence store has no cpu evidence measured on a CPU of this class".to_string(),
+        "`gen import --platform cpu`, then `gen`".to_string(),
+    ] {
+        assert!(run.stdout.contains(&words), "{words:?} in:\n{}", run.stdout);
+    }
+}
+
+#[test]
+fn records_without_a_cpu_class_are_classed_by_the_flags_of_their_machine() {
+    let ws = copy_workspace("import-cpu-flags");
+    let scratch = ws.specs.parent().unwrap().to_path_buf();
+    // bert's int8 check failing on a machine whose records predate `cpu_class`.
+    let records = scratch.join("records");
+    std::fs::create_dir_all(&records).unwrap();
+    let record = serde_json::json!({
+        "run_id": "avx2-run", "time": "2026-12-01T21:36:19Z", "host": "vm", "model": "bert",
+        "category": "text_encoders", "platform": "cpu", "engine_kind": "onnxruntime",
+        "engine": "onnxruntime, CPUExecutionProvider", "check": "int8_matches_reference",
+        "status": "failed", "basis": "measured", "reason": "cosine similarity 0.7087, below 0.98",
+        "error_kind": "out-of-tolerance", "stage": "mismatch", "providers": null, "deviation": null,
+        "timing": null, "memory": null, "fixture": null, "library": null, "precision": "int8",
+        "runtime_version": "0.1.0",
+    });
+    std::fs::write(records.join("vm.jsonl"), format!("{record}\n")).unwrap();
+    let flags = scratch.join("cpu.txt");
+    std::fs::write(
+        &flags,
+        "model name\t: AMD EPYC\nflags\t\t: fpu sse2 avx f16c avx2\n",
+    )
+    .unwrap();
+    // The flags need records to class.
+    let run = ws.run(&[
+        "import",
+        "--platform",
+        "cpu",
+        "--cpu-flags",
+        flags.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 2, "clap usage error: {}", run.stderr);
+    let run = ws.run(&[
+        "import",
+        "--platform",
+        "cpu",
+        "--model",
+        "bert",
+        "--records",
+        records.to_str().unwrap(),
+        "--cpu-flags",
+        flags.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .contains("CPU class x86-64 avx2 recorded as measured"),
+        "{}",
+        run.stdout
+    );
+    let evidence = std::fs::read_to_string(ws.specs.join("evidence").join("bert.yaml")).unwrap();
+    for words in [
+        "check: int8_matches_reference\n  cpu_class: x86-64 avx2\n",
+        "attribution: engine",
+        "error: 'on x86-64 avx2, without VNNI",
+        "cpu: x86-64 avx2 (avx2)",
+    ] {
+        assert!(evidence.contains(words), "{words:?} in:\n{evidence}");
+    }
+    let classes = std::fs::read_to_string(
+        ws.specs
+            .join("evidence")
+            .join("cpu-classes")
+            .join("measured.yaml"),
+    )
+    .unwrap();
+    assert!(
+        classes.contains("class: x86-64 avx2\n  cpu: x86-64 avx2 (avx2)\n  run: avx2-run"),
+        "{classes}"
+    );
+    // A file without a flags line is refused, naming it.
+    std::fs::write(&flags, "model name : nothing\n").unwrap();
+    let run = ws.run(&[
+        "import",
+        "--platform",
+        "cpu",
+        "--model",
+        "bert",
+        "--records",
+        records.to_str().unwrap(),
+        "--cpu-flags",
+        flags.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("cpu.txt: no `flags :`"),
+        "{}",
+        run.stderr
+    );
 }

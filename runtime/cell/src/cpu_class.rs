@@ -37,6 +37,10 @@ pub struct CpuClass {
     pub class: String,
     /// The deciding features present, by `/proc/cpuinfo`'s names (`avx2 avx512f avx512_vnni`).
     pub features: Vec<String>,
+    /// Whether ONNX Runtime's u8 x s8 kernels can saturate here ([`int8_may_saturate`]),
+    /// so that readers of a record (tests/checkpoint.sh) need not know the classes.
+    #[serde(default)]
+    pub int8_may_saturate: bool,
 }
 
 /// Every class this module can name, best first: what a report lists as
@@ -91,6 +95,7 @@ impl CpuClass {
         CpuClass {
             class: family.to_string(),
             features,
+            int8_may_saturate: int8_may_saturate(family),
         }
     }
 
@@ -114,13 +119,6 @@ impl CpuClass {
         })
     }
 
-    /// Whether ONNX Runtime's u8×s8 integer kernels can saturate on this class
-    /// (no VNNI, no AMX): its int8 failures here are the engine's on this
-    /// hardware, which `reduce_range` or another preset avoids.
-    pub fn int8_may_saturate(&self) -> bool {
-        int8_may_saturate(&self.class)
-    }
-
     /// `x86-64 avx512-vnni (avx512_vnni avx512bw avx512f avx_vnni avx2)`: the
     /// class with its features, as provenance says it.
     pub fn describe(&self) -> String {
@@ -128,7 +126,9 @@ impl CpuClass {
     }
 }
 
-/// [`CpuClass::int8_may_saturate`] of a class by its name.
+/// Whether ONNX Runtime's u8 x s8 integer kernels can saturate on a class (no
+/// VNNI, no AMX), by its name: its int8 failures there are the engine's on that
+/// hardware, which `reduce_range` or another preset avoids.
 pub fn int8_may_saturate(class: &str) -> bool {
     matches!(class, "x86-64 avx512" | "x86-64 avx2" | "x86-64 sse")
 }
@@ -182,7 +182,7 @@ mod tests {
         let avx2 = CpuClass::from_flags(epyc);
         assert_eq!(avx2.class, "x86-64 avx2");
         assert_eq!(avx2.features, ["avx2"]);
-        assert!(avx2.int8_may_saturate());
+        assert!(avx2.int8_may_saturate);
         // A Sapphire Rapids without AMX exposed: AVX-512 VNNI wins over AVX-VNNI.
         let spr = "sse2 avx2 avx512f avx512bw avx512_vnni avx_vnni avx512_bf16";
         let vnni = CpuClass::from_flags(spr);
@@ -191,7 +191,7 @@ mod tests {
             vnni.describe(),
             "x86-64 avx512-vnni (avx512_vnni avx512bw avx512f avx_vnni avx2)"
         );
-        assert!(!vnni.int8_may_saturate());
+        assert!(!vnni.int8_may_saturate);
         // AVX-512 without VNNI (Skylake-SP) saturates as AVX2 does.
         assert_eq!(
             CpuClass::from_flags("sse2 avx2 avx512f avx512bw").class,
