@@ -55,7 +55,7 @@ cargo test --quiet --locked -p generated --features torch text_encoders::bert::c
 # Every precision check planned on cpu, on the trained weights: the records are the evidence.
 # (the `<precision>_matches_reference` tests gen wrote into bert's cpu ONNX Runtime cell)
 precision=$(cargo test --quiet --locked -p generated --features torch text_encoders::bert::cpu::onnx:: -- --list 2>/dev/null |
-  sed -n 's/^text_encoders::bert::cpu::onnx::\([a-z0-9]*\)_matches_reference: test$/\1/p' | sort | tr '\n' ' ')
+  sed -n 's/^text_encoders::bert::cpu::onnx::\([a-z0-9_]*\)_matches_reference: test$/\1/p' | sort | tr '\n' ' ')
 echo "precision checks of bert on cpu: ${precision:-none}"
 for check in $precision; do
   cargo test --quiet --locked -p generated --features torch "text_encoders::bert::cpu::onnx::${check}_matches_reference" -- --exact --include-ignored 2>&1 | tail -2 || true
@@ -137,7 +137,7 @@ PY
 # variant (one batch). The report's "Formats on real checkpoints" table joins these records
 # with the precision records above, by fixture.
 gen=(cargo run --quiet --locked -p generator --bin gen --)
-for format in float32 fp16 int8 q4 q4f16 qdq8; do
+for format in float32 fp16 int8 int8_avx2 q4 q4f16 qdq8; do
   [[ $format == float32 ]] && flags=() || flags=(--precision "$format")
   "${gen[@]}" bench --model bert --platform cpu --batch 1 "${flags[@]}" | grep -E '^(rust|python|rust /)'
 done

@@ -36,6 +36,8 @@ pub struct Meta {
     #[serde(default)]
     pub int8: Option<ExtraExport>,
     #[serde(default)]
+    pub int8_avx2: Option<ExtraExport>,
+    #[serde(default)]
     pub fp16: Option<ExtraExport>,
     #[serde(default)]
     pub q4: Option<ExtraExport>,
@@ -301,6 +303,7 @@ impl Fixture {
         let made = match precision {
             Precision::Fp16 => &self.meta.fp16,
             Precision::Int8 => &self.meta.int8,
+            Precision::Int8Avx2 => &self.meta.int8_avx2,
             Precision::Q4 => &self.meta.q4,
             Precision::Q4f16 => &self.meta.q4f16,
             Precision::Qdq8 => &self.meta.qdq8,

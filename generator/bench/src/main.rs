@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use runtime::bench::{self, Options};
 
 const USAGE: &str = "usage: hwmatrix-bench --model MODEL_TYPE --platform PLATFORM [--engine onnxruntime|libtorch|browser|openvino] \
-[--precision fp16|int8|q4|q4f16|qdq8] [--runs N (50)] [--warmup N (5)] [--batch 1,2,4,8] [--python PATH | --no-python]";
+[--precision fp16|int8|int8_avx2|q4|q4f16|qdq8] [--runs N (50)] [--warmup N (5)] [--batch 1,2,4,8] [--python PATH | --no-python]";
 
 struct Args {
     model: String,
@@ -62,7 +62,9 @@ fn parse() -> Result<Args, String> {
                         .filter(|p| !p.is_openvino_ir())
                         .find(|p| p.name() == name)
                         .ok_or_else(|| {
-                            format!("--precision {name}: one of fp16, int8, q4, q4f16, qdq8")
+                            format!(
+                                "--precision {name}: one of fp16, int8, int8_avx2, q4, q4f16, qdq8"
+                            )
                         })?,
                 )
             }

@@ -826,6 +826,19 @@ def variant_int8(tmp: Path, path: Path) -> str:
     return "onnxruntime.quantization.quantize_dynamic, weight_type QInt8, per_channel"
 
 
+def variant_int8_avx2(tmp: Path, path: Path) -> str:
+    """int8 as optimum's `avx2` preset quantizes for CPUs without VNNI (AutoQuantizationConfig.avx2,
+    dynamic): uint8 weights, symmetric, per channel, uint8 activations, reduce_range off; the same
+    operators as variant_int8, so the two differ in the weights' type alone. ONNX Runtime multiplies
+    u8 x u8 widened to 16 bits, which cannot saturate where int8's u8 x s8 pairs can (AVX2, AVX-512
+    without VNNI)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(tmp / "model.onnx"), str(path), weight_type=QuantType.QUInt8, per_channel=True,
+                     reduce_range=False, extra_options={"WeightSymmetric": True, "ActivationSymmetric": False})
+    return "onnxruntime.quantization.quantize_dynamic, weight_type QUInt8, per_channel, WeightSymmetric (optimum's avx2 preset)"
+
+
 def variant_fp16(tmp: Path, path: Path) -> str:
     """Weights and arithmetic in float16 with float32 inputs and outputs (casts at the graph's
     edges), for the platforms that compute in half precision. Ops ONNX Runtime lists as unsafe
@@ -1005,7 +1018,7 @@ def all_nodes(graph):
 
 
 # Every precision variant, by the name its precision check uses; q4f16 converts q4.
-VARIANTS = {"int8": variant_int8, "fp16": variant_fp16, "q4": variant_q4, "q4f16": variant_q4f16, "qdq8": variant_qdq8}
+VARIANTS = {"int8": variant_int8, "int8_avx2": variant_int8_avx2, "fp16": variant_fp16, "q4": variant_q4, "q4f16": variant_q4f16, "qdq8": variant_qdq8}
 
 
 FLOAT_TYPES = {1, 10, 11, 16}  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16

@@ -43,7 +43,7 @@ def export_without_onnx(job: dict) -> None:
         raise RuntimeError(f"torch.jit.trace: {traced.get('error', 'no TorchScript file')}")
     # What the fixture lacks and why, for gen (never taken for a full fixture) and for readers.
     meta["onnx"] = {"error": onnx_error}
-    for name in ("int8", "fp16", "q4", "q4f16", "qdq8"):
+    for name in ("int8", "int8_avx2", "fp16", "q4", "q4f16", "qdq8"):
         meta.pop(name, None)
     meta.pop("integer_nodes", None)
     meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")

@@ -891,14 +891,47 @@ fn record_classes(
 /// One write per model's evidence file: every check measured, merged into
 /// its entries. Returns how many files changed.
 fn write_store(specs: &Specs, changes: Changes) -> Result<usize, String> {
+    let classes = hwmatrix_specs::spec::cpu_classes::read(&specs.root)?;
     let mut changed = 0;
-    for (model_type, checks) in changes {
+    for (model_type, mut checks) in changes {
         let model = specs.model(model_type).expect("a planned model");
         let mut file = evidence::read(&specs.root, model_type)?;
+        for (key, _) in &mut checks {
+            if first_of_its_kind(&classes, &file.entries, key) {
+                key.cpu_class = None;
+            }
+        }
         evidence::merge(&mut file.entries, checks, &model.fixture_key());
         changed += usize::from(evidence::write(&specs.root, file)?);
     }
     Ok(changed)
+}
+
+/// Whether a class-scoped check measured on one CPU class is the first
+/// measurement of it the store has: no entry of it on any class, and no
+/// other class on record as having measured it (cpu_classes: a class that
+/// did and has no entry passed it). Then what this class measured holds for
+/// every class until another measures otherwise: a class that never ran the
+/// check (a new format, a class with no record of it) inherits it rather
+/// than take another CPU's first failure for its own pass.
+fn first_of_its_kind(
+    classes: &hwmatrix_specs::spec::cpu_classes::ClassesFile,
+    entries: &[Entry],
+    key: &EntryKey,
+) -> bool {
+    let (Some(class), Some(platform)) = (key.cpu_class.as_deref(), key.platform) else {
+        return false;
+    };
+    let stored = entries.iter().any(|e| {
+        e.platform == key.platform
+            && e.check == key.check
+            && e.engine.is_none_or(|k| Some(k) == key.engine)
+    });
+    let measured_elsewhere = classes
+        .classes
+        .iter()
+        .any(|c| c.platform == platform && c.class != class && c.checks.contains_key(&key.check));
+    !stored && !measured_elsewhere
 }
 
 /// Compares a run's measured checks with the store's entries: 0 when every

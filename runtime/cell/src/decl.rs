@@ -411,6 +411,13 @@ pub enum Precision {
     /// ONNX Runtime's dynamic quantization, per channel: int8 weights (a scale
     /// per output channel), activations quantized at run time.
     Int8,
+    /// int8 as optimum's `avx2` preset makes it (dynamic, per channel): uint8
+    /// weights, symmetric (zero point 128), uint8 activations, no
+    /// reduce_range; the same operators as `int8`. ONNX Runtime runs its
+    /// u8 x u8 products widened to 16 bits, which cannot saturate on a CPU
+    /// without VNNI, where `int8`'s u8 x s8 ones can: what to ship for AVX2.
+    #[serde(rename = "int8_avx2")]
+    Int8Avx2,
     /// 4-bit weights in blocks of 32 (ONNX Runtime's `MatMulNBitsQuantizer`,
     /// symmetric): transformers.js's q4, which onnxruntime-web's WebGPU
     /// provider runs natively as MatMulNBits.
@@ -435,9 +442,10 @@ pub enum Precision {
 }
 
 impl Precision {
-    pub const ALL: [Precision; 7] = [
+    pub const ALL: [Precision; 8] = [
         Precision::Fp16,
         Precision::Int8,
+        Precision::Int8Avx2,
         Precision::Q4,
         Precision::Q4f16,
         Precision::Qdq8,
@@ -449,6 +457,7 @@ impl Precision {
         match self {
             Precision::Fp16 => "fp16",
             Precision::Int8 => "int8",
+            Precision::Int8Avx2 => "int8_avx2",
             Precision::Q4 => "q4",
             Precision::Q4f16 => "q4f16",
             Precision::Qdq8 => "qdq8",
@@ -462,6 +471,7 @@ impl Precision {
         match self {
             Precision::Fp16 => "fp16_matches_reference",
             Precision::Int8 => "int8_matches_reference",
+            Precision::Int8Avx2 => "int8_avx2_matches_reference",
             Precision::Q4 => "q4_matches_reference",
             Precision::Q4f16 => "q4f16_matches_reference",
             Precision::Qdq8 => "qdq8_matches_reference",
@@ -475,6 +485,7 @@ impl Precision {
         match self {
             Precision::Fp16 => "model.fp16.onnx",
             Precision::Int8 => "model.int8.onnx",
+            Precision::Int8Avx2 => "model.int8_avx2.onnx",
             Precision::Q4 => "model.q4.onnx",
             Precision::Q4f16 => "model.q4f16.onnx",
             Precision::Qdq8 => "model.qdq8.onnx",

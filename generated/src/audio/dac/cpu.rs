@@ -13,6 +13,11 @@ mod onnx {
         "known issue: dac on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:51Z): output quantized_representation: cosine similarity 0.8825 in its worst row (of 1; mean 0.8825), below 0.98; relative L2 error 0.4828, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 6.481e-3; worst at flat index 914: got -0.0009532587719149888, expected 0.005528164096176624); output audio_codes: 100 integer elements differ from the reference (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 4.440e2; worst at flat index 110: got 446, expected 2); output projected_latents: cosine similarity 0.9320 in its worst row (of 1; mean 0.9320), below 0.98; relative L2 error 0.3656, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 4.236e-4; worst at flat index 1037: got -0.0001518546196166426, expected 0.000271740835160017)"
     );
     runtime::precision_test!(
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, features =
+        ["cpu"], off =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
+    runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "unsupported: dac on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:51Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)"
     );

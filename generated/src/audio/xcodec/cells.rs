@@ -27,6 +27,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
             runtime::PrecisionCheck {
+                precision: runtime::Precision::Int8Avx2,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "xcodec on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834717-12207 on vm, 2026-11-28T02:58:40Z): ONNX Runtime run failed: Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 2 has mismatched dimensions of 8 and 7",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
                     reason: "xcodec on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834717-12207 on vm, 2026-11-28T02:58:40Z): ONNX Runtime run failed: Non-zero status code returned while running Concat node. Name:'/model/Concat_2' Status Message: concatbase.h:133 PrepareForComputeImpl Non concat axis dimensions must match: Axis 2 has mismatched dimensions of 8 and 7",

@@ -27,6 +27,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
             runtime::PrecisionCheck {
+                precision: runtime::Precision::Int8Avx2,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_dc's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/autoencoder_dc.partial-<pid>/model.onnx failed:Node (/model/encoder/down_blocks.0/down_blocks.0.0/Transpose_1) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -1, 1, 2}, input shape = {0, 32, 32, 8}; dynamo on shape 2 exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 3072 of 3072 elements outside abs 0.0001 + rel 0.001 (max abs error nan); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 3072 of 3072 elements outside abs 0.0001 + rel 0.001 (max abs error nan); legacy at opset 18, patched exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/autoencoder_dc.partial-<pid>/model.onnx failed:Node (/model/encoder/down_blocks.0/down_blocks.0.0/Transpose_1) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -1, 1, 2}, input shape = {0, 32, 32, 8}",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
                     reason: "autoencoder_dc's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795792438-17837 on vm, 2026-11-27T15:13:58Z): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/autoencoder_dc.partial-<pid>/model.onnx failed:Node (/model/encoder/down_blocks.0/down_blocks.0.0/Transpose_1) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -1, 1, 2}, input shape = {0, 32, 32, 8}; dynamo on shape 2 exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 3072 of 3072 elements outside abs 0.0001 + rel 0.001 (max abs error nan); dynamo exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 3072 of 3072 elements outside abs 0.0001 + rel 0.001 (max abs error nan); legacy at opset 18, patched exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/autoencoder_dc.partial-<pid>/model.onnx failed:Node (/model/encoder/down_blocks.0/down_blocks.0.0/Transpose_1) Op (Transpose) [TypeInferenceError] Invalid attribute perm {0, -1, 1, 2}, input shape = {0, 32, 32, 8}",

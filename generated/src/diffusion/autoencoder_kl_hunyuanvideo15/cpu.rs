@@ -13,6 +13,10 @@ mod onnx {
         "known issue: autoencoder_kl_hunyuanvideo15 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834717-12207 on vm, 2026-11-28T02:58:44Z): output sample_output has a non-finite value at flat index 0; also out-of-tolerance: output sample_output: 6912 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.21296583116054535)"
     );
     runtime::precision_test!(
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
+        "known issue: autoencoder_kl_hunyuanvideo15 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834717-12207 on vm, 2026-11-28T02:58:44Z): output sample_output has a non-finite value at flat index 0; also out-of-tolerance: output sample_output: 6912 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.21296583116054535)"
+    );
+    runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "known issue: autoencoder_kl_hunyuanvideo15 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834717-12207 on vm, 2026-11-28T02:58:44Z): output sample_output has a non-finite value at flat index 0; also out-of-tolerance: output sample_output: 6912 of 6912 elements outside abs 0.0001 + rel 0.001 (max abs error 0.000e0; worst at flat index 0: got NaN, expected 0.21296583116054535)"
     );

@@ -27,6 +27,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
             runtime::PrecisionCheck {
+                precision: runtime::Precision::Int8Avx2,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "transformer_allegro on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834717-12207 on vm, 2026-11-28T02:58:53Z): ONNX Runtime run failed: Non-zero status code returned while running Add node. Name:'/model/transformer_blocks.0/Add' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:563 void onnxruntime::BroadcastIterator::Init(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 32 by 64\n",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Run),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
                     reason: "transformer_allegro on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834717-12207 on vm, 2026-11-28T02:58:53Z): ONNX Runtime run failed: Non-zero status code returned while running Add node. Name:'/model/transformer_blocks.0/Add' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/math/element_wise_ops.h:563 void onnxruntime::BroadcastIterator::Init(ptrdiff_t, ptrdiff_t) axis == 1 || axis == largest was false. Attempting to broadcast an axis by a dimension other than 1. 32 by 64\n",

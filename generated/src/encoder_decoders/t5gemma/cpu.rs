@@ -14,6 +14,11 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
     runtime::precision_test!(
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, features =
+        ["cpu"], off =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
+    runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "known issue: t5gemma on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:57Z): output last_hidden_state: cosine similarity 0.9419 in its worst row (of 4; mean 0.9522), below 0.95; relative L2 error 0.3091, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/t5gemma.yaml) (max abs error 8.447e-1; worst at flat index 15: got -0.3502498269081116, expected -1.1949549913406372); output decoder_hidden_states_0: cosine similarity 0.9419 in its worst row (of 4; mean 0.9522), below 0.95; relative L2 error 0.3091, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/t5gemma.yaml) (max abs error 8.447e-1; worst at flat index 15: got -0.3502498269081116, expected -1.1949549913406372)"
     );

@@ -14,6 +14,11 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
     runtime::precision_test!(
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, features =
+        ["cpu"], off =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
+    runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "known issue: metaclip_2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:03Z): output logits_per_image: cosine similarity 0.9399 in its worst row (of 2; mean 0.9607), below 0.95; relative L2 error 0.3175, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/metaclip_2.yaml) (max abs error 4.293e-1; worst at flat index 3: got 0.7751465439796448, expected 1.2044215202331543); output logits_per_text: relative L2 error 0.3175, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/metaclip_2.yaml) (max abs error 4.293e-1; worst at flat index 3: got 0.7751465439796448, expected 1.2044215202331543)"
     );

@@ -14,6 +14,11 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
     runtime::precision_test!(
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, features =
+        ["cpu"], off =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
+    runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "known issue: vivit on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:08:49Z): output last_hidden_state: cosine similarity 0.9349 in its worst row (of 65; mean 0.9990), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/vivit.yaml) (max abs error 8.052e-1; worst at flat index 26: got -0.02576708234846592, expected -0.8309484720230103); output pooler_output: relative L2 error 0.3265, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/vivit.yaml) (max abs error 7.195e-2; worst at flat index 15: got -0.13937056064605713, expected -0.06741949915885925)"
     );

@@ -25,6 +25,18 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
             runtime::PrecisionCheck {
+                precision: runtime::Precision::Int8Avx2,
+                planned: runtime::Planned::NotTested {
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or cpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",
+                    stage: runtime::Stage::Reference,
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::NotTested {
                     reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or cpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:",

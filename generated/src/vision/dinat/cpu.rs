@@ -13,6 +13,10 @@ mod onnx {
         "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or cpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:"
     );
     runtime::precision_test!(
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
+        "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or cpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:"
+    );
+    runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or cpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment. You can install it by referring to:"
     );

@@ -14,6 +14,11 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
     runtime::precision_test!(
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, features =
+        ["cpu"], off =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
+    runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "known issue: swinv2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:09:32Z): output last_hidden_state: cosine similarity 0.9092 in its worst row (of 1; mean 0.9092), below 0.95; relative L2 error 0.4260, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/swinv2.yaml) (max abs error 1.616e0; worst at flat index 111: got 1.3240914344787598, expected -0.29153984785079956); output pooler_output: cosine similarity 0.9092 in its worst row (of 1; mean 0.9092), below 0.95; relative L2 error 0.4260, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/swinv2.yaml) (max abs error 1.616e0; worst at flat index 111: got 1.3240914344787598, expected -0.29153984785079956)"
     );

@@ -27,6 +27,19 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
             runtime::PrecisionCheck {
+                precision: runtime::Precision::Int8Avx2,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795799165-4031 on vm, 2026-11-27T17:07:18Z): exporting: the Python worker died (signal: 8 (SIGFPE))",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Export),
+                },
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
                     reason: "ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (evidence: run 1795799165-4031 on vm, 2026-11-27T17:07:18Z): exporting: the Python worker died (signal: 8 (SIGFPE))",

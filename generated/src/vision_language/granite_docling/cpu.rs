@@ -13,6 +13,10 @@ mod onnx {
         "known issue: granite_docling on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834717-12207 on vm, 2026-11-28T02:59:12Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4"
     );
     runtime::precision_test!(
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
+        "known issue: granite_docling on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834717-12207 on vm, 2026-11-28T02:59:12Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4"
+    );
+    runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "known issue: granite_docling on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (evidence: run 1795834717-12207 on vm, 2026-11-28T02:59:12Z): ONNX Runtime run failed: Non-zero status code returned while running Split node. Name:'node_Split_668' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={8,32} NumOutputs=1 Num entries in 'split' (must equal number of outputs) was 1 Sum of sizes in 'split' (must equal size of selected axis) was 4"
     );

@@ -14,6 +14,11 @@ mod onnx {
         "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
     );
     runtime::precision_test!(
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, features =
+        ["cpu"], off =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    );
+    runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
         "known issue: t5gemma2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run 1795803081-16014 on vm, 2026-11-27T18:11:21Z): output last_hidden_state: cosine similarity 0.9432 in its worst row (of 4; mean 0.9486), below 0.95; relative L2 error 0.3207, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/t5gemma2.yaml) (max abs error 7.550e-1; worst at flat index 69: got -0.9552551507949829, expected -1.710230827331543)"
     );

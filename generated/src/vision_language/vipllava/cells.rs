@@ -19,6 +19,15 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
                 },
             },
             runtime::PrecisionCheck {
+                precision: runtime::Precision::Int8Avx2,
+                planned: runtime::Planned::Run,
+                bound: runtime::AgreementBound {
+                    min_cosine: 0.98f64,
+                    max_rel_l2: 0.1f64,
+                    min_top1: 0.85f64,
+                },
+            },
+            runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::Run,
                 bound: runtime::AgreementBound {

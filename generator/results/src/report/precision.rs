@@ -165,10 +165,11 @@ fn formats(checkpoint_evidence: &[Evidence]) -> Vec<FormatRow> {
 }
 
 /// The formats in the order the tables show them.
-const FORMAT_ORDER: [&str; 8] = [
+const FORMAT_ORDER: [&str; 9] = [
     "float32",
     "fp16",
     "int8",
+    "int8_avx2",
     "q4",
     "q4f16",
     "qdq8",
@@ -270,7 +271,7 @@ fn rating(plan: &Plan, model: &str, platform: &str, precision: &str) -> Option<S
     use hwmatrix_cell::QuantScheme;
     let scheme = match precision {
         "fp16" => QuantScheme::Fp16,
-        "int8" | "qdq8" => QuantScheme::Int8,
+        "int8" | "int8_avx2" | "qdq8" => QuantScheme::Int8,
         "q4" => QuantScheme::Int4,
         _ => return None,
     };
