@@ -53,6 +53,8 @@ pub enum ClassVerdict {
     FailsEverywhere { attribution: String },
     /// The cell does not run the check (its float32 checks fail, a person's status).
     NotRun,
+    /// The class's measurement did not include this check (a format added since).
+    NotMeasured,
 }
 
 impl ClassVerdict {
@@ -63,7 +65,97 @@ impl ClassVerdict {
             ClassVerdict::FailsHere { attribution } => format!("✗ {attribution}, this class"),
             ClassVerdict::FailsEverywhere { attribution } => format!("✗ {attribution}"),
             ClassVerdict::NotRun => "–".into(),
+            ClassVerdict::NotMeasured => "· not measured".into(),
         }
+    }
+}
+
+/// A table's header and rows, every cell text.
+pub type TextTable = (Vec<String>, Vec<Vec<String>>);
+
+impl CpuClassesSection {
+    /// The classes measured: platform, class, features, the run, and per
+    /// class-scoped check its cells passed of those measured.
+    pub fn measured_table(&self) -> TextTable {
+        let checks: std::collections::BTreeSet<&String> =
+            self.measured.iter().flat_map(|m| m.checks.keys()).collect();
+        let mut head: Vec<String> = ["platform", "class", "features", "measured by"]
+            .map(String::from)
+            .to_vec();
+        head.extend(checks.iter().map(|k| format!("{k} passed")));
+        let rows = self
+            .measured
+            .iter()
+            .map(|m| {
+                let mut row = vec![
+                    m.platform.name().to_string(),
+                    m.class.clone(),
+                    m.cpu.clone(),
+                    format!(
+                        "run {} on {}, {}",
+                        m.run,
+                        m.host,
+                        m.date.get(..10).unwrap_or(&m.date)
+                    ),
+                ];
+                row.extend(checks.iter().map(|k| {
+                    m.checks
+                        .get(*k)
+                        .map_or(String::new(), |n| format!("{} of {}", n.passed, n.measured))
+                }));
+                row
+            })
+            .collect();
+        (head, rows)
+    }
+
+    /// How many checks' verdicts differ between the classes measured.
+    pub fn differing_count(&self) -> usize {
+        self.verdicts.iter().filter(|v| v.differs()).count()
+    }
+
+    /// The checks of every cell one of whose checks' verdicts differ by class (so
+    /// each int8 variant stands beside the others): a column per class measured.
+    pub fn differing_table(&self) -> TextTable {
+        let cell = |v: &ClassVerdicts| (v.model.clone(), v.platform.clone(), v.engine.clone());
+        let cells: std::collections::BTreeSet<(String, String, String)> = self
+            .verdicts
+            .iter()
+            .filter(|v| v.differs())
+            .map(cell)
+            .collect();
+        let differing: Vec<&ClassVerdicts> = self
+            .verdicts
+            .iter()
+            .filter(|v| cells.contains(&cell(v)))
+            .collect();
+        let classes: std::collections::BTreeSet<&String> = differing
+            .iter()
+            .flat_map(|v| v.by_class.iter().map(|(c, _)| c))
+            .collect();
+        let mut head: Vec<String> = ["model", "platform", "engine", "check"]
+            .map(String::from)
+            .to_vec();
+        head.extend(classes.iter().map(|c| c.to_string()));
+        let rows = differing
+            .iter()
+            .map(|v| {
+                let mut row = vec![
+                    v.model.clone(),
+                    v.platform.clone(),
+                    v.engine.clone(),
+                    v.check.clone(),
+                ];
+                row.extend(classes.iter().map(|class| {
+                    v.by_class
+                        .iter()
+                        .find(|(c, _)| c == *class)
+                        .map_or(String::new(), |(_, verdict)| verdict.text())
+                }));
+                row
+            })
+            .collect();
+        (head, rows)
     }
 }
 
@@ -78,11 +170,10 @@ pub fn cpu_classes(plan: &Plan) -> Result<CpuClassesSection, String> {
     let mut verdicts = Vec::new();
     for model in &plan.models {
         for cell in &model.cells {
-            let classes: Vec<&str> = file
+            let classes: Vec<&cpu_classes::MeasuredClass> = file
                 .classes
                 .iter()
                 .filter(|c| c.platform == cell.platform)
-                .map(|c| c.class.as_str())
                 .collect();
             if classes.is_empty() {
                 continue;
@@ -103,13 +194,17 @@ pub fn cpu_classes(plan: &Plan) -> Result<CpuClassesSection, String> {
                 };
                 let by_class = classes
                     .iter()
-                    .map(|class| {
+                    .map(|measured| {
+                        let class = measured.class.as_str();
                         let own = entries
                             .iter()
                             .find(|e| e.cpu_class.as_deref() == Some(class));
                         let every = entries.iter().find(|e| e.cpu_class.is_none());
                         let verdict = match (own, every) {
                             _ if cell.planned != Planned::Run => ClassVerdict::NotRun,
+                            (None, _) if !measured.checks.contains_key(check) => {
+                                ClassVerdict::NotMeasured
+                            }
                             (Some(e), _) => ClassVerdict::FailsHere {
                                 attribution: attribution(e),
                             },

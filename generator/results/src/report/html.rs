@@ -272,6 +272,21 @@ fn memory(m: &super::memory::MemorySection) -> Value {
 }
 
 /// The generation checks: per platform and engine, then the generation column of each generating model.
+/// The CPU classes: the tables cpu_classes.rs builds for both renderings.
+fn cpu_classes(c: &super::cpu_classes::CpuClassesSection) -> Value {
+    let (measured_head, measured) = c.measured_table();
+    let (differing_head, differing) = c.differing_table();
+    json!({
+        "measured_head": measured_head,
+        "measured": measured,
+        "never_measured": c.never_measured.join(", "),
+        "differing_head": differing_head,
+        "differing": differing,
+        "differing_count": c.differing_count(),
+        "checks_count": c.verdicts.len(),
+    })
+}
+
 fn generation(g: &super::generation::GenerationEvidence) -> Value {
     let engines: Vec<Vec<String>> = g
         .engines
@@ -375,6 +390,7 @@ pub fn render(report: &Report) -> Result<String, String> {
         "platforms": platform_rows(report),
         "precision": precision(&report.precision),
         "generation": generation(&report.generation),
+        "cpu_classes": cpu_classes(&report.cpu_classes),
         "export_failures": export_failures(&report.export_failures),
         "memory": memory(&report.memory),
         "kernel": kernel_checks(report),

@@ -355,62 +355,16 @@ fn export_failures_view(e: &super::export::ExportFailures) -> serde_json::Value 
 }
 
 /// The generation checks: per platform and engine, then the generation column of each generating model.
-/// The CPU classes: those measured, with each class-scoped check's cells measured and
-/// passed; those never measured; the architectures whose verdicts differ by class.
+/// The CPU classes (cpu_classes.rs builds the tables both renderings show).
 fn cpu_classes_view(c: &super::cpu_classes::CpuClassesSection) -> serde_json::Value {
-    let checks: std::collections::BTreeSet<&String> =
-        c.measured.iter().flat_map(|m| m.checks.keys()).collect();
-    let mut measured = Table::new(&["platform", "class", "features", "measured by"]);
-    measured
-        .head
-        .extend(checks.iter().map(|k| format!("{k} passed")));
-    for m in &c.measured {
-        let mut row = vec![
-            m.platform.name().to_string(),
-            m.class.clone(),
-            m.cpu.clone(),
-            format!(
-                "run {} on {}, {}",
-                m.run,
-                m.host,
-                m.date.get(..10).unwrap_or(&m.date)
-            ),
-        ];
-        row.extend(checks.iter().map(|k| {
-            m.checks
-                .get(*k)
-                .map_or(String::new(), |n| format!("{} of {}", n.passed, n.measured))
-        }));
-        measured.row(row);
-    }
-    let differing: Vec<&super::cpu_classes::ClassVerdicts> =
-        c.verdicts.iter().filter(|v| v.differs()).collect();
-    let classes: std::collections::BTreeSet<&String> = differing
-        .iter()
-        .flat_map(|v| v.by_class.iter().map(|(c, _)| c))
-        .collect();
-    let mut table = Table::new(&["model", "platform", "engine", "check"]);
-    table.head.extend(classes.iter().map(|c| c.to_string()));
-    for v in &differing {
-        let mut row = vec![
-            v.model.clone(),
-            v.platform.clone(),
-            v.engine.clone(),
-            v.check.clone(),
-        ];
-        row.extend(classes.iter().map(|class| {
-            v.by_class
-                .iter()
-                .find(|(c, _)| c == *class)
-                .map_or(String::new(), |(_, verdict)| verdict.text())
-        }));
-        table.row(row);
-    }
+    let (head, rows) = c.measured_table();
+    let measured = Table { head, rows };
+    let (head, rows) = c.differing_table();
     json!({
         "measured": measured,
         "never_measured": c.never_measured.join(", "),
-        "differing": table,
-        "differing_count": differing.len(),
+        "differing": Table { head, rows },
+        "differing_count": c.differing_count(),
         "checks_count": c.verdicts.len(),
     })
 }
