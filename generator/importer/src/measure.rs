@@ -403,7 +403,7 @@ pub fn run(
         return verify(specs, platform, &run_id, &changes, out, err);
     }
     let written = write_store(specs, changes)?;
-    let classes = record_classes(specs, platform, &run_id, &records)?;
+    let classes = record_classes(specs, &plan, platform, &run_id, &records)?;
     let _ = writeln!(
         out,
         "gen import --platform {platform} (run {run_id}): {} cells measured, {} pass every float32 check, {} with a failed float32 check, {} with precision checks only; {} precision checks did not pass, {} generates checks failed; quantization checks of {} models measured ({} planned), {} failed; {written} evidence files written (run `gen` to regenerate the cells){classes}",
@@ -841,13 +841,28 @@ fn quantization_changes(
 /// passed. Returns the summary line's words for them (empty where none).
 fn record_classes(
     specs: &Specs,
+    plan: &Plan,
     platform: Platform,
     run_id: &str,
     records: &Records,
 ) -> Result<String, String> {
     use hwmatrix_specs::spec::cpu_classes::{self, CheckCount, MeasuredClass};
+    // Only cells whose float32 checks are planned to run plan their precision checks: a
+    // variant of a cell that fails at float32 (run anyway with --include-ignored) says
+    // nothing of its format on this class.
+    let planned_to_run = |(model, engine): &(String, EngineKind)| {
+        plan.models
+            .iter()
+            .find(|m| &m.model.spec.model_type == model)
+            .and_then(|m| m.cells.iter().find(|c| c.engine.kind() == *engine))
+            .is_some_and(|c| c.planned == Planned::Run)
+    };
     let mut by_class: BTreeMap<String, MeasuredClass> = BTreeMap::new();
-    for record in records.values().flat_map(|m| m.checks.values()) {
+    for record in records
+        .iter()
+        .filter(|(cell, _)| planned_to_run(cell))
+        .flat_map(|(_, m)| m.checks.values())
+    {
         let Some(cpu) = record
             .cpu_class
             .as_ref()

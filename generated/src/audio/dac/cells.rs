@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "dac on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:51Z): output quantized_representation: cosine similarity 0.8825 in its worst row (of 1; mean 0.8825), below 0.98; relative L2 error 0.4828, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 6.481e-3; worst at flat index 914: got -0.0009532587719149888, expected 0.005528164096176624); output audio_codes: 100 integer elements differ from the reference (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 4.440e2; worst at flat index 110: got 446, expected 2); output projected_latents: cosine similarity 0.9320 in its worst row (of 1; mean 0.9320), below 0.98; relative L2 error 0.3656, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 4.236e-4; worst at flat index 1037: got -0.0001518546196166426, expected 0.000271740835160017)",
+                    reason: "dac on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:08Z): output quantized_representation: cosine similarity 0.8825 in its worst row (of 1; mean 0.8825), below 0.98; relative L2 error 0.4828, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 6.481e-3; worst at flat index 914: got -0.0009532587719149888, expected 0.005528164096176624); output audio_codes: 100 integer elements differ from the reference (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 4.440e2; worst at flat index 110: got 446, expected 2); output projected_latents: cosine similarity 0.9320 in its worst row (of 1; mean 0.9320), below 0.98; relative L2 error 0.3656, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 4.236e-4; worst at flat index 1037: got -0.0001518546196166426, expected 0.000271740835160017)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -24,7 +24,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8Avx2,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "dac on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:09Z): output quantized_representation: cosine similarity 0.9551 in its worst row (of 1; mean 0.9551), below 0.98; relative L2 error 0.3025, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 3.800e-3; worst at flat index 1149: got -0.00025505985831841826, expected 0.003545268438756466); output audio_codes: 72 integer elements differ from the reference (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 4.930e2; worst at flat index 202: got 9, expected 502); output projected_latents: cosine similarity 0.9756 in its worst row (of 1; mean 0.9756), below 0.98; relative L2 error 0.2201, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 2.457e-4; worst at flat index 866: got -0.00044845318188890815, expected -0.0006941849132999778)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -34,7 +38,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::Unsupported {
-                    reason: "dac on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:51Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    reason: "dac on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:08Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
                     basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {

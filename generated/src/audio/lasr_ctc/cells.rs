@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "lasr_ctc on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:53Z): output logits: top-1 agreement 0.8000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/lasr_ctc.yaml) (max abs error 8.916e-3; worst at flat index 671: got -0.13340944051742554, expected -0.12449337542057037)",
+                    reason: "lasr_ctc on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:11Z): output logits: top-1 agreement 0.8000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/lasr_ctc.yaml) (max abs error 8.916e-3; worst at flat index 671: got -0.13340944051742554, expected -0.12449337542057037)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -20,7 +20,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8Avx2,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "nemotron3_5_transcribe_audio on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:13Z): output last_hidden_state: cosine similarity 0.8314 in its worst row (of 8; mean 0.9789), below 0.98; relative L2 error 0.2443, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/nemotron3_5_transcribe_audio.yaml) (max abs error 2.673e0; worst at flat index 131: got -3.2034778594970703, expected -0.5309267044067383)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -30,7 +34,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:54Z): output last_hidden_state: cosine similarity 0.7129 in its worst row (of 8; mean 0.8875), below 0.95; relative L2 error 0.4588, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/nemotron3_5_transcribe_audio.yaml) (max abs error 3.773e0; worst at flat index 129: got 0.610066831111908, expected -3.1626927852630615)",
+                    reason: "nemotron3_5_transcribe_audio on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:13Z): output last_hidden_state: cosine similarity 0.7129 in its worst row (of 8; mean 0.8875), below 0.95; relative L2 error 0.4588, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/nemotron3_5_transcribe_audio.yaml) (max abs error 3.773e0; worst at flat index 129: got 0.610066831111908, expected -3.1626927852630615)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

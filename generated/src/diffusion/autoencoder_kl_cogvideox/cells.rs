@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_cogvideox on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:04Z): output sample_output: relative L2 error 0.1104, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_cogvideox.yaml) (max abs error 2.871e-2; worst at flat index 3107: got -0.017788566648960114, expected 0.010918116196990013)",
+                    reason: "autoencoder_kl_cogvideox on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:33Z): output sample_output: relative L2 error 0.1104, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_cogvideox.yaml) (max abs error 2.871e-2; worst at flat index 3107: got -0.017788566648960114, expected 0.010918116196990013)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -24,7 +24,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8Avx2,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_cogvideox on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:31Z): output sample_output: cosine similarity 0.9794 in its worst row (of 1; mean 0.9794), below 0.98; relative L2 error 0.2026, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_cogvideox.yaml) (max abs error 3.532e-2; worst at flat index 5211: got 0.04641684144735336, expected 0.0817318707704544)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -34,7 +38,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::Unsupported {
-                    reason: "autoencoder_kl_cogvideox on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:03Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    reason: "autoencoder_kl_cogvideox on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:31Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
                     basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {

@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_flux2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:06Z): component decoder: output output: relative L2 error 0.1141, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_flux2.yaml) (max abs error 1.863e-1; worst at flat index 118: got -0.588497519493103, expected -0.40216395258903503)",
+                    reason: "autoencoder_kl_flux2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:35Z): component decoder: output output: relative L2 error 0.1141, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_flux2.yaml) (max abs error 1.863e-1; worst at flat index 118: got -0.588497519493103, expected -0.40216395258903503)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -24,7 +24,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8Avx2,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "autoencoder_kl_flux2 on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:35Z): component decoder: output output: relative L2 error 0.1611, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_flux2.yaml) (max abs error 2.708e-1; worst at flat index 438: got -0.3917897045612335, expected -0.6626346707344055)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -34,7 +38,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_flux2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:07Z): component decoder: output output: relative L2 error 0.3024, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_flux2.yaml) (max abs error 6.269e-1; worst at flat index 119: got -1.1477209329605103, expected -0.5208079814910889)",
+                    reason: "autoencoder_kl_flux2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:35Z): component decoder: output output: relative L2 error 0.3024, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_flux2.yaml) (max abs error 6.269e-1; worst at flat index 119: got -1.1477209329605103, expected -0.5208079814910889)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

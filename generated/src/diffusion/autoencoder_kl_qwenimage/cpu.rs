@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: autoencoder_kl_qwenimage on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:17Z): output sample_output: relative L2 error 0.1339, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_qwenimage.yaml) (max abs error 2.195e-1; worst at flat index 1987: got -0.20655962824821472, expected 0.0129137197509408)"
+        "known issue: autoencoder_kl_qwenimage on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:57Z): output sample_output: relative L2 error 0.1339, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_qwenimage.yaml) (max abs error 2.195e-1; worst at flat index 1987: got -0.20655962824821472, expected 0.0129137197509408)"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, features =
@@ -19,7 +19,7 @@ mod onnx {
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "unsupported: autoencoder_kl_qwenimage on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:17Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)"
+        "unsupported: autoencoder_kl_qwenimage on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:57Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)"
     );
 }
 /// autoencoder_kl_qwenimage on cpu with libtorch, device cpu: run.

@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "autoencoder_kl_wan on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:18Z): output sample_output: relative L2 error 0.1339, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_wan.yaml) (max abs error 2.195e-1; worst at flat index 1987: got -0.20655962824821472, expected 0.0129137197509408)",
+                    reason: "autoencoder_kl_wan on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:58Z): output sample_output: relative L2 error 0.1339, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_wan.yaml) (max abs error 2.195e-1; worst at flat index 1987: got -0.20655962824821472, expected 0.0129137197509408)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -34,7 +34,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::Unsupported {
-                    reason: "autoencoder_kl_wan on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:18Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
+                    reason: "autoencoder_kl_wan on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:58Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)",
                     basis: runtime::Basis::Evidence,
                 },
                 bound: runtime::AgreementBound {

@@ -30,7 +30,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "umt5 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:57Z): output last_hidden_state: cosine similarity 0.9242 in its worst row (of 4; mean 0.9674), below 0.95; relative L2 error 0.2552, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/umt5.yaml) (max abs error 6.652e-1; worst at flat index 78: got -1.3691205978393555, expected -0.7038926482200623)",
+                    reason: "umt5 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:41:48Z): output last_hidden_state: cosine similarity 0.9242 in its worst row (of 4; mean 0.9674), below 0.95; relative L2 error 0.2552, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/encoder_decoders/umt5.yaml) (max abs error 6.652e-1; worst at flat index 78: got -1.3691205978393555, expected -0.7038926482200623)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

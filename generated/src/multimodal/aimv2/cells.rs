@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "aimv2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:58Z): output logits_per_image: cosine similarity 0.9097 in its worst row (of 2; mean 0.9548), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/aimv2.yaml) (max abs error 4.310e-2; worst at flat index 1: got -0.0021918148268014193, expected -0.045292437076568604)",
+                    reason: "aimv2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:41:49Z): output logits_per_image: cosine similarity 0.9097 in its worst row (of 2; mean 0.9548), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/aimv2.yaml) (max abs error 4.310e-2; worst at flat index 1: got -0.0021918148268014193, expected -0.045292437076568604)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -34,7 +34,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "aimv2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:58Z): output logits_per_image: cosine similarity -0.8424 in its worst row (of 2; mean 0.0735), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/aimv2.yaml) (max abs error 2.942e-1; worst at flat index 1: got 0.24886304140090942, expected -0.045292437076568604); output logits_per_text: cosine similarity 0.8328 in its worst row (of 2; mean 0.9133), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/aimv2.yaml) (max abs error 2.942e-1; worst at flat index 2: got 0.24886304140090942, expected -0.045292437076568604)",
+                    reason: "aimv2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:41:49Z): output logits_per_image: cosine similarity -0.8424 in its worst row (of 2; mean 0.0735), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/aimv2.yaml) (max abs error 2.942e-1; worst at flat index 1: got 0.24886304140090942, expected -0.045292437076568604); output logits_per_text: cosine similarity 0.8328 in its worst row (of 2; mean 0.9133), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/aimv2.yaml) (max abs error 2.942e-1; worst at flat index 2: got 0.24886304140090942, expected -0.045292437076568604)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

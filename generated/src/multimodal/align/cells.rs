@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "align on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:58Z): output logits_per_image: cosine similarity 0.7331 in its worst row (of 2; mean 0.8665), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/align.yaml) (max abs error 9.426e-3; worst at flat index 0: got -0.1695011705160141, expected -0.16007474064826965)",
+                    reason: "align on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:41:49Z): output logits_per_image: cosine similarity 0.7331 in its worst row (of 2; mean 0.8665), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/align.yaml) (max abs error 9.426e-3; worst at flat index 0: got -0.1695011705160141, expected -0.16007474064826965)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -24,7 +24,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8Avx2,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "align on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:41:50Z): output logits_per_image: cosine similarity 0.9203 in its worst row (of 2; mean 0.9601), below 0.98 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/align.yaml) (max abs error 8.074e-3; worst at flat index 2: got -0.01000620424747467, expected -0.001932244747877121)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,

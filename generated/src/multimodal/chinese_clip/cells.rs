@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "chinese_clip on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:00Z): output logits_per_text: top-1 agreement 0.5000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/chinese_clip.yaml) (max abs error 4.764e-2; worst at flat index 1: got -0.2136349081993103, expected -0.16599790751934052)",
+                    reason: "chinese_clip on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:41:51Z): output logits_per_text: top-1 agreement 0.5000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/chinese_clip.yaml) (max abs error 4.764e-2; worst at flat index 1: got -0.2136349081993103, expected -0.16599790751934052)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -24,7 +24,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8Avx2,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "chinese_clip on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:41:51Z): output logits_per_text: top-1 agreement 0.5000, below 0.85 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/chinese_clip.yaml) (max abs error 6.558e-2; worst at flat index 3: got 3.4780805110931396, expected 3.4125053882598877)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,

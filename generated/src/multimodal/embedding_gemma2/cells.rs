@@ -30,7 +30,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "embedding_gemma2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:02Z): output last_hidden_state: cosine similarity 0.8579 in its worst row (of 1; mean 0.8579), below 0.95; relative L2 error 0.5272, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/embedding_gemma2.yaml) (max abs error 1.751e-1; worst at flat index 71: got -0.23179571330547333, expected -0.05671923980116844)",
+                    reason: "embedding_gemma2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:41:53Z): output last_hidden_state: cosine similarity 0.8579 in its worst row (of 1; mean 0.8579), below 0.95; relative L2 error 0.5272, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/embedding_gemma2.yaml) (max abs error 1.751e-1; worst at flat index 71: got -0.23179571330547333, expected -0.05671923980116844)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

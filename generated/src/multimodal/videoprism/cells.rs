@@ -30,7 +30,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "videoprism on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:10Z): output video_embeds: relative L2 error 0.2914, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/videoprism.yaml) (max abs error 1.134e-1; worst at flat index 21: got -0.08396923542022705, expected -0.19735297560691833)",
+                    reason: "videoprism on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:42:13Z): output video_embeds: relative L2 error 0.2914, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/videoprism.yaml) (max abs error 1.134e-1; worst at flat index 21: got -0.08396923542022705, expected -0.19735297560691833)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

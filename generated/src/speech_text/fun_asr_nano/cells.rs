@@ -30,7 +30,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "fun_asr_nano on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:13Z): output last_hidden_state: cosine similarity 0.9441 in its worst row (of 40; mean 0.9772), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/fun_asr_nano.yaml) (max abs error 8.492e-1; worst at flat index 525: got 0.5010921359062195, expected -0.34810295701026917)",
+                    reason: "fun_asr_nano on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:42:16Z): output last_hidden_state: cosine similarity 0.9441 in its worst row (of 40; mean 0.9772), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/fun_asr_nano.yaml) (max abs error 8.492e-1; worst at flat index 525: got 0.5010921359062195, expected -0.34810295701026917)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -30,7 +30,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "higgs_audio_v2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:15Z): output logits: top-1 agreement 0.2500, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/higgs_audio_v2.yaml) (max abs error 6.735e-2; worst at flat index 2516: got -0.12119986116886139, expected -0.05385203659534454)",
+                    reason: "higgs_audio_v2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:42:18Z): output logits: top-1 agreement 0.2500, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/higgs_audio_v2.yaml) (max abs error 6.735e-2; worst at flat index 2516: got -0.12119986116886139, expected -0.05385203659534454)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

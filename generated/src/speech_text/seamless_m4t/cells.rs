@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "seamless_m4t on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:18Z): output logits: top-1 agreement 0.7500, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/seamless_m4t.yaml) (max abs error 3.046e-3; worst at flat index 2319: got -0.08970861881971359, expected -0.08666276931762695)",
+                    reason: "seamless_m4t on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:42:21Z): output logits: top-1 agreement 0.7500, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/seamless_m4t.yaml) (max abs error 3.046e-3; worst at flat index 2319: got -0.08970861881971359, expected -0.08666276931762695)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -34,7 +34,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "seamless_m4t on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:18Z): output logits: top-1 agreement 0.5000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/seamless_m4t.yaml) (max abs error 4.039e-2; worst at flat index 3973: got -0.05207907781004906, expected -0.09247056394815445)",
+                    reason: "seamless_m4t on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:42:22Z): output logits: top-1 agreement 0.5000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/speech_text/seamless_m4t.yaml) (max abs error 4.039e-2; worst at flat index 3973: got -0.05207907781004906, expected -0.09247056394815445)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -30,7 +30,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "beam on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:34:43Z): output last_hidden_state: cosine similarity 0.9099 in its worst row (of 8; mean 0.9584), below 0.95; relative L2 error 0.2884, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/beam.yaml) (max abs error 1.122e0; worst at flat index 152: got 0.4425811767578125, expected -0.6790805459022522)",
+                    reason: "beam on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:42:50Z): output last_hidden_state: cosine similarity 0.9099 in its worst row (of 8; mean 0.9584), below 0.95; relative L2 error 0.2884, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/beam.yaml) (max abs error 1.122e0; worst at flat index 152: got 0.4425811767578125, expected -0.6790805459022522)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:49Z): output last_hidden_state: cosine similarity 0.9671 in its worst row (of 8; mean 0.9945), below 0.98; relative L2 error 0.1051, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 6.396e-1; worst at flat index 204: got -0.07450206577777863, expected 0.5651103854179382)",
+                    reason: "gemma4_text on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:43:00Z): output last_hidden_state: cosine similarity 0.9671 in its worst row (of 8; mean 0.9945), below 0.98; relative L2 error 0.1051, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 6.396e-1; worst at flat index 204: got -0.07450206577777863, expected 0.5651103854179382)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -34,7 +34,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_text on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:50Z): output last_hidden_state: cosine similarity 0.7527 in its worst row (of 8; mean 0.8910), below 0.95; relative L2 error 0.4668, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 1.605e0; worst at flat index 255: got 0.30901217460632324, expected -1.2958859205245972)",
+                    reason: "gemma4_text on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:43:00Z): output last_hidden_state: cosine similarity 0.7527 in its worst row (of 8; mean 0.8910), below 0.95; relative L2 error 0.4668, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 1.605e0; worst at flat index 255: got 0.30901217460632324, expected -1.2958859205245972)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_unified_text on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:50Z): output last_hidden_state: cosine similarity 0.9697 in its worst row (of 8; mean 0.9954), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_unified_text.yaml) (max abs error 6.297e-1; worst at flat index 176: got 0.3041415214538574, expected -0.325560986995697)",
+                    reason: "gemma4_unified_text on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:43:00Z): output last_hidden_state: cosine similarity 0.9697 in its worst row (of 8; mean 0.9954), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_unified_text.yaml) (max abs error 6.297e-1; worst at flat index 176: got 0.3041415214538574, expected -0.325560986995697)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -24,7 +24,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8Avx2,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "gemma4_unified_text on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:43:00Z): output last_hidden_state: cosine similarity 0.9756 in its worst row (of 8; mean 0.9959), below 0.98 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_unified_text.yaml) (max abs error 4.717e-1; worst at flat index 146: got -0.8986271023750305, expected -1.3703328371047974)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -34,7 +38,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_unified_text on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:50Z): output last_hidden_state: cosine similarity 0.7996 in its worst row (of 8; mean 0.9296), below 0.95; relative L2 error 0.3752, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_unified_text.yaml) (max abs error 1.878e0; worst at flat index 88: got -1.7949812412261963, expected 0.08269644528627396)",
+                    reason: "gemma4_unified_text on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:43:00Z): output last_hidden_state: cosine similarity 0.7996 in its worst row (of 8; mean 0.9296), below 0.95; relative L2 error 0.3752, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_unified_text.yaml) (max abs error 1.878e0; worst at flat index 88: got -1.7949812412261963, expected 0.08269644528627396)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -30,7 +30,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gpt_oss on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:07:54Z): output last_hidden_state: cosine similarity 0.9176 in its worst row (of 8; mean 0.9740), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gpt_oss.yaml) (max abs error 8.564e-1; worst at flat index 177: got -0.9253745675086975, expected -0.06892585009336472)",
+                    reason: "gpt_oss on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:43:03Z): output last_hidden_state: cosine similarity 0.9176 in its worst row (of 8; mean 0.9740), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gpt_oss.yaml) (max abs error 8.564e-1; worst at flat index 177: got -0.9253745675086975, expected -0.06892585009336472)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

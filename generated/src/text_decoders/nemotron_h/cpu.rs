@@ -10,12 +10,11 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: nemotron_h on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:34:46Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)"
+        "known issue: nemotron_h on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:43:35Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)"
     );
     runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, features =
-        ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
+        "known issue: nemotron_h on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:43:35Z): the exporter could not make the int8_avx2 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off

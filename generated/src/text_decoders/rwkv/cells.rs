@@ -30,7 +30,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "rwkv on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): output last_hidden_state: cosine similarity 0.9436 in its worst row (of 8; mean 0.9614), below 0.95; relative L2 error 0.2778, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/rwkv.yaml) (max abs error 8.241e-1; worst at flat index 138: got 1.7538833618164063, expected 2.577944040298462)",
+                    reason: "rwkv on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:43:54Z): output last_hidden_state: cosine similarity 0.9436 in its worst row (of 8; mean 0.9614), below 0.95; relative L2 error 0.2778, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/rwkv.yaml) (max abs error 8.241e-1; worst at flat index 138: got 1.7538833618164063, expected 2.577944040298462)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "openai_privacy_filter on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:08:45Z): output last_hidden_state: cosine similarity 0.9537 in its worst row (of 8; mean 0.9940), below 0.98; relative L2 error 0.1099, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 6.200e-1; worst at flat index 209: got 1.2920345067977905, expected 0.6720842719078064)",
+                    reason: "openai_privacy_filter on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:44:13Z): output last_hidden_state: cosine similarity 0.9537 in its worst row (of 8; mean 0.9940), below 0.98; relative L2 error 0.1099, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 6.200e-1; worst at flat index 209: got 1.2920345067977905, expected 0.6720842719078064)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
@@ -24,7 +24,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8Avx2,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "openai_privacy_filter on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:44:14Z): output last_hidden_state: cosine similarity 0.9532 in its worst row (of 8; mean 0.9939), below 0.98; relative L2 error 0.1104, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 6.105e-1; worst at flat index 209: got 1.2825425863265991, expected 0.6720842719078064)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -34,7 +38,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "openai_privacy_filter on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:08:46Z): output last_hidden_state: cosine similarity 0.8723 in its worst row (of 8; mean 0.9836), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 1.226e0; worst at flat index 130: got -0.2263530194759369, expected 0.9998278021812439)",
+                    reason: "openai_privacy_filter on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:44:14Z): output last_hidden_state: cosine similarity 0.8723 in its worst row (of 8; mean 0.9836), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 1.226e0; worst at flat index 130: got -0.2263530194759369, expected 0.9998278021812439)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

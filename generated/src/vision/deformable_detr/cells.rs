@@ -12,7 +12,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "deformable_detr on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:08:57Z): output encoder_last_hidden_state: cosine similarity 0.9710 in its worst row (of 340; mean 0.9987), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deformable_detr.yaml) (max abs error 4.067e-1; worst at flat index 4799: got -0.3873796761035919, expected -0.794031023979187)",
+                    reason: "deformable_detr on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:44:28Z): output encoder_last_hidden_state: cosine similarity 0.9710 in its worst row (of 340; mean 0.9987), below 0.98 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/deformable_detr.yaml) (max abs error 4.067e-1; worst at flat index 4799: got -0.3873796761035919, expected -0.794031023979187)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -30,7 +30,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "sam on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:09:29Z): output iou_scores: cosine similarity 0.9324 in its worst row (of 1; mean 0.9324), below 0.95; relative L2 error 0.5594, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/sam.yaml) (max abs error 1.115e-3; worst at flat index 0: got 0.003145467024296522, expected 0.0020309314131736755)",
+                    reason: "sam on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:45:31Z): output iou_scores: cosine similarity 0.9324 in its worst row (of 1; mean 0.9324), below 0.95; relative L2 error 0.5594, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/sam.yaml) (max abs error 1.115e-3; worst at flat index 0: got 0.003145467024296522, expected 0.0020309314131736755)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -20,7 +20,11 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             },
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Int8Avx2,
-                planned: runtime::Planned::Run,
+                planned: runtime::Planned::KnownIssue {
+                    reason: "diffusion_gemma on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:45:45Z): output last_hidden_state: cosine similarity 0.9754 in its worst row (of 16; mean 0.9955), below 0.98 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 4.822e-1; worst at flat index 66: got -0.5476905107498169, expected -0.06544934213161469); output encoder_last_hidden_state: cosine similarity 0.9729 in its worst row (of 8; mean 0.9954), below 0.98 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 4.829e-1; worst at flat index 135: got 0.3798545300960541, expected -0.10306565463542938)",
+                    basis: runtime::Basis::Evidence,
+                    stage: Some(runtime::Stage::Mismatch),
+                },
                 bound: runtime::AgreementBound {
                     min_cosine: 0.98f64,
                     max_rel_l2: 0.1f64,
@@ -30,7 +34,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "diffusion_gemma on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:09:42Z): output last_hidden_state: cosine similarity 0.8951 in its worst row (of 16; mean 0.9731), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 9.464e-1; worst at flat index 91: got 1.0992896556854248, expected 0.15284383296966553); output encoder_last_hidden_state: cosine similarity 0.6193 in its worst row (of 8; mean 0.8669), below 0.95; relative L2 error 0.5159, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 2.370e0; worst at flat index 135: got 2.267299175262451, expected -0.10306565463542938)",
+                    reason: "diffusion_gemma on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:45:47Z): output last_hidden_state: cosine similarity 0.8951 in its worst row (of 16; mean 0.9731), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 9.464e-1; worst at flat index 91: got 1.0992896556854248, expected 0.15284383296966553); output encoder_last_hidden_state: cosine similarity 0.6193 in its worst row (of 8; mean 0.8669), below 0.95; relative L2 error 0.5159, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 2.370e0; worst at flat index 135: got 2.267299175262451, expected -0.10306565463542938)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -30,7 +30,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma3 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:09:48Z): output last_hidden_state: cosine similarity 0.9486 in its worst row (of 12; mean 0.9679), below 0.95; relative L2 error 0.2534, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/gemma3.yaml) (max abs error 8.578e-1; worst at flat index 241: got -0.8602404594421387, expected -0.0023948459420353174)",
+                    reason: "gemma3 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:45:54Z): output last_hidden_state: cosine similarity 0.9486 in its worst row (of 12; mean 0.9679), below 0.95; relative L2 error 0.2534, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/gemma3.yaml) (max abs error 8.578e-1; worst at flat index 241: got -0.8602404594421387, expected -0.0023948459420353174)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

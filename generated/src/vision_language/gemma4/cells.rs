@@ -30,7 +30,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:09:50Z): output last_hidden_state: cosine similarity 0.8569 in its worst row (of 8; mean 0.9337), below 0.95; relative L2 error 0.3641, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/gemma4.yaml) (max abs error 1.197e0; worst at flat index 254: got -0.6822853684425354, expected -1.8788658380508423)",
+                    reason: "gemma4 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:45:57Z): output last_hidden_state: cosine similarity 0.8569 in its worst row (of 8; mean 0.9337), below 0.95; relative L2 error 0.3641, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/gemma4.yaml) (max abs error 1.197e0; worst at flat index 254: got -0.6822853684425354, expected -1.8788658380508423)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

@@ -30,7 +30,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "gemma4_unified on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:09:50Z): output last_hidden_state: cosine similarity 0.9042 in its worst row (of 8; mean 0.9547), below 0.95; relative L2 error 0.3010, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/gemma4_unified.yaml) (max abs error 1.354e0; worst at flat index 236: got 0.6434763073921204, expected 1.9978539943695068)",
+                    reason: "gemma4_unified on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:45:57Z): output last_hidden_state: cosine similarity 0.9042 in its worst row (of 8; mean 0.9547), below 0.95; relative L2 error 0.3010, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/gemma4_unified.yaml) (max abs error 1.354e0; worst at flat index 236: got 0.6434763073921204, expected 1.9978539943695068)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

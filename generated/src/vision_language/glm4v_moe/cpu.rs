@@ -20,7 +20,7 @@ mod onnx {
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "unsupported: glm4v_moe on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:09:54Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)"
+        "unsupported: glm4v_moe on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:46:03Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)"
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, features = ["cpu"], off =

@@ -20,7 +20,7 @@ mod onnx {
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "unsupported: glm_ocr on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run 1795813505-10059 on vm, 2026-11-27T21:05:07Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)"
+        "unsupported: glm_ocr on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:46:05Z): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)"
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, features = ["cpu"], off =

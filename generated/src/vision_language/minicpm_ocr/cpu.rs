@@ -10,12 +10,11 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: minicpm_ocr on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:02Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (128) vs (32)"
+        "known issue: minicpm_ocr on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:46:19Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (128) vs (32)"
     );
     runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, features =
-        ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
+        "known issue: minicpm_ocr on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:46:19Z): the exporter could not make the int8_avx2 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (128) vs (32)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off

@@ -30,7 +30,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "muse_spark on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:07Z): output last_hidden_state: cosine similarity 0.1453 in its worst row (of 12; mean 0.7233), below 0.95; relative L2 error 0.7439, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/muse_spark.yaml) (max abs error 3.243e0; worst at flat index 154: got -1.4108524322509766, expected 1.8323185443878174)",
+                    reason: "muse_spark on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:46:33Z): output last_hidden_state: cosine similarity 0.1453 in its worst row (of 12; mean 0.7233), below 0.95; relative L2 error 0.7439, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/muse_spark.yaml) (max abs error 3.243e0; worst at flat index 154: got -1.4108524322509766, expected 1.8323185443878174)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },

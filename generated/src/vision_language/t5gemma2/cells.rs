@@ -30,7 +30,7 @@ pub static CPU_ONNX: runtime::Cell = runtime::Cell::new(
             runtime::PrecisionCheck {
                 precision: runtime::Precision::Q4,
                 planned: runtime::Planned::KnownIssue {
-                    reason: "t5gemma2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run 1795803081-16014 on vm, 2026-11-27T18:11:21Z): output last_hidden_state: cosine similarity 0.9432 in its worst row (of 4; mean 0.9486), below 0.95; relative L2 error 0.3207, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/t5gemma2.yaml) (max abs error 7.550e-1; worst at flat index 69: got -0.9552551507949829, expected -1.710230827331543)",
+                    reason: "t5gemma2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:46:59Z): output last_hidden_state: cosine similarity 0.9432 in its worst row (of 4; mean 0.9486), below 0.95; relative L2 error 0.3207, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/t5gemma2.yaml) (max abs error 7.550e-1; worst at flat index 69: got -0.9552551507949829, expected -1.710230827331543)",
                     basis: runtime::Basis::Evidence,
                     stage: Some(runtime::Stage::Mismatch),
                 },
