@@ -454,12 +454,19 @@ fn doctor_finds_the_cpu_library_the_cells_load() {
     );
 }
 
+/// Runs gen on the copy's specs alone (doctor and import take no `--out`).
+fn on_specs(ws: &Workspace, args: &[&str]) -> hwmatrix_tests::Run {
+    let mut all = args.to_vec();
+    all.extend(["--specs", ws.specs.to_str().expect("utf-8 path")]);
+    run_gen(&all)
+}
+
 #[test]
 fn doctor_fails_on_a_cpu_class_the_store_never_measured_and_says_how_to_record_it() {
     let ws = copy_workspace("doctor-class");
     // A store that lists no class: whatever this machine is, it was never measured.
     std::fs::remove_dir_all(ws.specs.join("evidence").join("cpu-classes")).unwrap();
-    let run = ws.run(&["doctor", "--platform", "cpu"]);
+    let run = on_specs(&ws, &["doctor", "--platform", "cpu"]);
     assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
     let class = &runtime::CpuClass::here().class;
     for words in [
@@ -495,26 +502,32 @@ fn records_without_a_cpu_class_are_classed_by_the_flags_of_their_machine() {
     )
     .unwrap();
     // The flags need records to class.
-    let run = ws.run(&[
-        "import",
-        "--platform",
-        "cpu",
-        "--cpu-flags",
-        flags.to_str().unwrap(),
-    ]);
-    assert_eq!(run.code, 2, "clap usage error: {}", run.stderr);
-    let import = || {
-        ws.run(&[
+    let run = on_specs(
+        &ws,
+        &[
             "import",
             "--platform",
             "cpu",
-            "--model",
-            "bert",
-            "--records",
-            records.to_str().unwrap(),
             "--cpu-flags",
             flags.to_str().unwrap(),
-        ])
+        ],
+    );
+    assert_eq!(run.code, 2, "clap usage error: {}", run.stderr);
+    let import = || {
+        on_specs(
+            &ws,
+            &[
+                "import",
+                "--platform",
+                "cpu",
+                "--model",
+                "bert",
+                "--records",
+                records.to_str().unwrap(),
+                "--cpu-flags",
+                flags.to_str().unwrap(),
+            ],
+        )
     };
     // Another class on record as having measured int8 (and passed bert's: no entry), so
     // AVX2's failure is AVX2's own, not a first measurement for every class.
