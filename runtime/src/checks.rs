@@ -94,10 +94,7 @@ pub fn precision(cell: &Cell, precision: Precision) {
     let stored = cell
         .class_plan(precision, class)
         .and_then(|p| p.planned.reason().map(|reason| (p.class, reason)));
-    match stored {
-        Some(stored) => run_check(cell, check, Some(stored)),
-        None => execute(cell, check),
-    }
+    run_check(cell, check, stored)
 }
 
 /// The generation check (`generates`).
@@ -1072,15 +1069,15 @@ mod tests {
         }]);
 
     #[test]
-    fn a_class_with_its_own_entry_plans_its_own_status_and_others_the_checks() {
+    fn a_class_with_its_own_entry_plans_its_own_status_and_no_other_class_does() {
         assert_eq!(
-            CELL.precision_planned_on(Precision::Int8, "x86-64 avx2"),
+            CELL.class_plan(Precision::Int8, "x86-64 avx2")
+                .map(|p| p.planned),
             Some(ON_AVX2)
         );
-        // No precision check declared for another class: nothing planned, never another class's status.
-        assert_eq!(
-            CELL.precision_planned_on(Precision::Int8, "x86-64 avx512-vnni"),
-            None
+        assert!(
+            CELL.class_plan(Precision::Int8, "x86-64 avx512-vnni")
+                .is_none()
         );
     }
 

@@ -653,13 +653,6 @@ impl Cell {
         self
     }
 
-    /// The status of a precision check on a machine of CPU class `class`: its
-    /// class's own where the store has one, else the check's for every class.
-    pub fn precision_planned_on(&self, precision: Precision, class: &str) -> Option<Planned> {
-        let own = self.class_plan(precision, class).map(|p| p.planned);
-        own.or_else(|| self.precision_check(precision).map(|c| c.planned))
-    }
-
     /// The class's own status of a precision check, where the store holds one
     /// (only cells of platforms that compute on the host's CPU have them).
     pub fn class_plan(&self, precision: Precision, class: &str) -> Option<&'static ClassPlan> {
