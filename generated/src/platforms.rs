@@ -154,6 +154,132 @@ pub static QUANTIZATION: runtime::QuantizationDecl = runtime::QuantizationDecl {
         (runtime::Rating::NotSupported, f64::INFINITY),
     ],
 };
+/// The tests it wraps are ignored unless the cargo feature cpu is on.
+#[allow(unused_macros)]
+macro_rules! gate_cpu {
+    ($($test:item)*) => {
+        $(#[cfg_attr(not(all(feature = "cpu")), ignore =
+        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present")]
+        $test)*
+    };
+}
+/// The tests it wraps are ignored unless the cargo features cpu and torch are on.
+#[allow(unused_macros)]
+macro_rules! gate_cpu_torch {
+    ($($test:item)*) => {
+        $(#[cfg_attr(not(all(feature = "cpu", feature = "torch")), ignore =
+        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)")]
+        $test)*
+    };
+}
+/// The tests it wraps are ignored unless the cargo feature cuda is on.
+#[allow(unused_macros)]
+macro_rules! gate_cuda {
+    ($($test:item)*) => {
+        $(#[cfg_attr(not(all(feature = "cuda")), ignore =
+        "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present")]
+        $test)*
+    };
+}
+/// The tests it wraps are ignored unless the cargo features cuda and torch are on.
+#[allow(unused_macros)]
+macro_rules! gate_cuda_torch {
+    ($($test:item)*) => {
+        $(#[cfg_attr(not(all(feature = "cuda", feature = "torch")), ignore =
+        "cuda or torch off: run `cargo test -p generated --features cuda,torch` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)")]
+        $test)*
+    };
+}
+/// The tests it wraps are ignored unless the cargo feature mps is on.
+#[allow(unused_macros)]
+macro_rules! gate_mps {
+    ($($test:item)*) => {
+        $(#[cfg_attr(not(all(feature = "mps")), ignore =
+        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present")]
+        $test)*
+    };
+}
+/// The tests it wraps are ignored unless the cargo features mps and torch are on.
+#[allow(unused_macros)]
+macro_rules! gate_mps_torch {
+    ($($test:item)*) => {
+        $(#[cfg_attr(not(all(feature = "mps", feature = "torch")), ignore =
+        "mps or torch off: run `cargo test -p generated --features mps,torch` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)")]
+        $test)*
+    };
+}
+/// The tests it wraps are ignored unless the cargo feature openvino is on.
+#[allow(unused_macros)]
+macro_rules! gate_openvino {
+    ($($test:item)*) => {
+        $(#[cfg_attr(not(all(feature = "openvino")), ignore =
+        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present")]
+        $test)*
+    };
+}
+/// The tests it wraps are ignored unless the cargo feature qnn is on.
+#[allow(unused_macros)]
+macro_rules! gate_qnn {
+    ($($test:item)*) => {
+        $(#[cfg_attr(not(all(feature = "qnn")), ignore =
+        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present")]
+        $test)*
+    };
+}
+/// The tests it wraps are ignored unless the cargo feature rocm is on.
+#[allow(unused_macros)]
+macro_rules! gate_rocm {
+    ($($test:item)*) => {
+        $(#[cfg_attr(not(all(feature = "rocm")), ignore =
+        "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present")]
+        $test)*
+    };
+}
+/// The tests it wraps are ignored unless the cargo features rocm and torch are on.
+#[allow(unused_macros)]
+macro_rules! gate_rocm_torch {
+    ($($test:item)*) => {
+        $(#[cfg_attr(not(all(feature = "rocm", feature = "torch")), ignore =
+        "rocm or torch off: run `cargo test -p generated --features rocm,torch` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)")]
+        $test)*
+    };
+}
+/// The tests it wraps are ignored unless the cargo feature webgpu is on.
+#[allow(unused_macros)]
+macro_rules! gate_webgpu {
+    ($($test:item)*) => {
+        $(#[cfg_attr(not(all(feature = "webgpu")), ignore =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present")]
+        $test)*
+    };
+}
+/// The tests it wraps are ignored unless the cargo features webgpu and firefox are on.
+#[allow(unused_macros)]
+macro_rules! gate_webgpu_firefox {
+    ($($test:item)*) => {
+        $(#[cfg_attr(not(all(feature = "webgpu", feature = "firefox")), ignore =
+        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)")]
+        $test)*
+    };
+}
+/// The tests it wraps are ignored unless the cargo feature webgpu is on.
+#[allow(unused_macros)]
+macro_rules! gate_webgpu_wgpu {
+    ($($test:item)*) => {
+        $(#[cfg_attr(not(all(feature = "webgpu")), ignore =
+        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)")]
+        $test)*
+    };
+}
+/// The tests it wraps are ignored unless the cargo feature webnn is on.
+#[allow(unused_macros)]
+macro_rules! gate_webnn {
+    ($($test:item)*) => {
+        $(#[cfg_attr(not(all(feature = "webnn")), ignore =
+        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present")]
+        $test)*
+    };
+}
 /// Whether a cargo feature (a platform's or an engine's) is on in this build.
 pub fn feature_on(feature: &str) -> bool {
     match feature {

@@ -68,16 +68,19 @@ pub fn record_cells_not_run(
     for cell in cells {
         let on = feature_on(cell);
         let mut not_running: Vec<(Check, NotRun)> = Vec::new();
+        // Each float32 check as its own plan says (the cell's, unless its own
+        // stored outcomes plan it otherwise).
+        for check in Check::ALL {
+            let planned = cell.check_planned(check.name());
+            if let Some(why) = not_run(&Cell { planned, ..**cell }, on) {
+                not_running.push((check, why));
+            }
+        }
         if let Some(why) = not_run(cell, on) {
             not_running.extend(
-                Check::ALL
-                    .into_iter()
-                    .chain(
-                        cell.precision_checks
-                            .iter()
-                            .map(|p| Check::Precision(p.precision)),
-                    )
-                    .map(|c| (c, why.clone())),
+                cell.precision_checks
+                    .iter()
+                    .map(|p| (Check::Precision(p.precision), why.clone())),
             );
         } else {
             // The cell runs, but a precision variant of it may be a known issue of its own.

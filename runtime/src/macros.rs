@@ -4,32 +4,34 @@
 
 /// The three checks of a cell as `#[test]` functions.
 ///
-/// - `cell_tests!(CELL, features = ["cpu", "torch"], off = "why it is ignored when one is off")`:
-///   the checks run when the cell's cargo features (its platform's, and its
-///   engine's if it has one) are all on in the calling crate, and fail there
-///   if the platform is absent.
+/// - `cell_tests!(CELL, gate = gate_cpu_torch)`: the checks run when the
+///   cell's cargo features (its platform's, and its engine's if it has one)
+///   are all on in the calling crate, and fail there if the platform is
+///   absent. The gate is a macro of the calling crate (generated's
+///   platforms.rs) that puts `#[cfg_attr(not(all(feature = ..)), ignore = "..")]`
+///   on each test: the message is written once per platform and engine, not
+///   in every test (an attribute takes a literal only, never a constant).
 /// - `cell_tests!(CELL, ignore = "unsupported: why")`: never run (unsupported
 ///   or known issue); `cargo test -- --include-ignored` tries them anyway.
 #[macro_export]
 macro_rules! cell_tests {
-    ($cell:path, features = [$($feature:literal),+], off = $off:literal) => {
-        /// The export shape loads and runs; output names, dtypes and shapes as declared; all finite.
-        #[test]
-        #[cfg_attr(not(all($(feature = $feature),+)), ignore = $off)]
-        fn runs() {
-            $crate::checks::runs(&$cell);
-        }
-        /// Outputs within tolerance of the PyTorch float32 reference, which must be informative.
-        #[test]
-        #[cfg_attr(not(all($(feature = $feature),+)), ignore = $off)]
-        fn matches_reference() {
-            $crate::checks::matches_reference(&$cell);
-        }
-        /// The second input shape (padded masks, another batch) runs and matches its reference too.
-        #[test]
-        #[cfg_attr(not(all($(feature = $feature),+)), ignore = $off)]
-        fn dynamic_shapes() {
-            $crate::checks::dynamic_shapes(&$cell);
+    ($cell:path, gate = $gate:ident) => {
+        $gate! {
+            /// The export shape loads and runs; output names, dtypes and shapes as declared; all finite.
+            #[test]
+            fn runs() {
+                $crate::checks::runs(&$cell);
+            }
+            /// Outputs within tolerance of the PyTorch float32 reference, which must be informative.
+            #[test]
+            fn matches_reference() {
+                $crate::checks::matches_reference(&$cell);
+            }
+            /// The second input shape (padded masks, another batch) runs and matches its reference too.
+            #[test]
+            fn dynamic_shapes() {
+                $crate::checks::dynamic_shapes(&$cell);
+            }
         }
     };
     ($cell:path, ignore = $why:literal) => {
@@ -54,17 +56,43 @@ macro_rules! cell_tests {
     };
 }
 
+/// One float32 check of a cell (`runs`, `matches_reference` or
+/// `dynamic_shapes`) as a `#[test]` function, where the cell's checks are
+/// planned apart ([`hwmatrix_cell::CheckPlan`]): gated like
+/// [`cell_tests!`], or ignored with its own reason.
+#[macro_export]
+macro_rules! check_test {
+    ($check:ident, $cell:path, gate = $gate:ident) => {
+        $gate! {
+            #[doc = concat!("The cell's `", stringify!($check), "` check (`runtime::checks::", stringify!($check), "`).")]
+            #[test]
+            fn $check() {
+                $crate::checks::$check(&$cell);
+            }
+        }
+    };
+    ($check:ident, $cell:path, ignore = $why:literal) => {
+        #[doc = concat!("The cell's `", stringify!($check), "` check (`runtime::checks::", stringify!($check), "`).")]
+        #[test]
+        #[ignore = $why]
+        fn $check() {
+            $crate::checks::$check(&$cell);
+        }
+    };
+}
+
 /// A precision variant's check as a `#[test]` function named after it
 /// (`int8_matches_reference`), gated like the cell's own checks, or ignored
 /// with its own reason when the variant is a known issue.
 #[macro_export]
 macro_rules! precision_test {
-    ($name:ident, $cell:path, $precision:ident, features = [$($feature:literal),+], off = $off:literal) => {
-        /// The precision variant's outputs within its own tolerance of the float32 reference; the error is recorded.
-        #[test]
-        #[cfg_attr(not(all($(feature = $feature),+)), ignore = $off)]
-        fn $name() {
-            $crate::checks::precision(&$cell, $crate::Precision::$precision);
+    ($name:ident, $cell:path, $precision:ident, gate = $gate:ident) => {
+        $gate! {
+            /// The precision variant's outputs within its own tolerance of the float32 reference; the error is recorded.
+            #[test]
+            fn $name() {
+                $crate::checks::precision(&$cell, $crate::Precision::$precision);
+            }
         }
     };
     ($name:ident, $cell:path, $precision:ident, ignore = $why:literal) => {
@@ -81,12 +109,13 @@ macro_rules! precision_test {
 /// function, gated like the cell's own checks, or ignored with its own reason.
 #[macro_export]
 macro_rules! generation_test {
-    ($cell:path, features = [$($feature:literal),+], off = $off:literal) => {
-        /// The decoder with its cache generates on this engine as PyTorch's generate() did: each step's logits within tolerance, the same top token.
-        #[test]
-        #[cfg_attr(not(all($(feature = $feature),+)), ignore = $off)]
-        fn generates() {
-            $crate::checks::generates(&$cell);
+    ($cell:path, gate = $gate:ident) => {
+        $gate! {
+            /// The decoder with its cache generates on this engine as PyTorch's generate() did: each step's logits within tolerance, the same top token.
+            #[test]
+            fn generates() {
+                $crate::checks::generates(&$cell);
+            }
         }
     };
     ($cell:path, ignore = $why:literal) => {
@@ -104,12 +133,13 @@ macro_rules! generation_test {
 /// weights, gated like the platform's cells, or ignored with its own reason.
 #[macro_export]
 macro_rules! quantization_test {
-    ($name:ident, $cell:path, $scheme:ident, features = [$($feature:literal),+], off = $off:literal) => {
-        /// The model's weights quantized with this scheme on the wgpu adapter: the kernel agrees with the CPU, and the error agrees with the spec's rating.
-        #[test]
-        #[cfg_attr(not(all($(feature = $feature),+)), ignore = $off)]
-        fn $name() {
-            $crate::quant::check::quantization(&$cell, $crate::QuantScheme::$scheme);
+    ($name:ident, $cell:path, $scheme:ident, gate = $gate:ident) => {
+        $gate! {
+            /// The model's weights quantized with this scheme on the wgpu adapter: the kernel agrees with the CPU, and the error agrees with the spec's rating.
+            #[test]
+            fn $name() {
+                $crate::quant::check::quantization(&$cell, $crate::QuantScheme::$scheme);
+            }
         }
     };
     ($name:ident, $cell:path, $scheme:ident, ignore = $why:literal) => {

@@ -62,7 +62,7 @@ impl AsEntry for Record {
             return None;
         }
         let error =
-            evidence::relative_paths(self.reason.as_deref().unwrap_or("failed without a reason"));
+            evidence::stored_error(self.reason.as_deref().unwrap_or("failed without a reason"));
         let emulated = self.device_kind() == Some(hwmatrix_cell::DeviceKind::Emulator);
         let (outcome, attribution) = if self.error_kind == Some(ErrorKind::DoesNotApply) {
             (EntryOutcome::DoesNotApply, None)

@@ -34,7 +34,14 @@ impl Selection {
 pub struct CellPlan {
     pub platform: Platform,
     pub engine: EngineSpec,
+    /// The cell's status: that of its checks at the export shape (`runs`,
+    /// `matches_reference`), which its precision checks inherit.
     pub planned: Planned<String>,
+    /// The float32 checks whose own stored outcomes plan them otherwise than
+    /// the cell (`hwmatrix_cell::CHECKS` order): a cell whose only stored
+    /// failure is `dynamic_shapes` runs `runs` and `matches_reference`, and
+    /// plans `dynamic_shapes` as its known issue.
+    pub check_plans: Vec<(&'static str, Planned<String>)>,
     /// The spec's tolerance for this platform, when it overrides the model's.
     pub tolerance_override: Option<ToleranceSpec>,
     /// Operators allowed to run off the platform's provider, with why.
@@ -213,15 +220,19 @@ pub fn plan_platform(specs: &Specs, platform: Platform) -> PlatformPlan {
     }
 }
 
+/// The float32 checks at the export shape: the cell's status is theirs (its
+/// precision checks run at that shape too); `dynamic_shapes` is planned on its own.
+const FIXED_SHAPE_CHECKS: [&str; 2] = ["runs", "matches_reference"];
+
 /// A check's planned status from its evidence entries (None: no entry, it runs):
 /// a failure of the model or the engine is a known issue; of this machine or
 /// our harness, not tested here; a format with nothing to act on does not
 /// apply. `what` names the checks (`bert on openvino with onnxruntime`).
-fn from_evidence(what: &str, entries: &[&Entry]) -> Option<Planned<String>> {
+fn from_evidence(what: &str, model_type: &str, entries: &[&Entry]) -> Option<Planned<String>> {
     let first = entries.first()?;
     let reason = entries
         .iter()
-        .map(|e| e.reason(&format!("{what}: {}", e.check)))
+        .map(|e| e.reason(&format!("{what}: {}", e.check), model_type))
         .collect::<Vec<_>>()
         .join("; ");
     Some(
@@ -253,6 +264,7 @@ fn plan_cell(
 ) -> CellPlan {
     let cell = Cell::new(specs, model, platform, engine);
     let planned = cell.planned();
+    let check_plans = cell.check_plans(&planned);
     let precision_checks = cell.precision_checks(&planned);
     let float32_computed_in = cell.float32_computed_in();
     let generation = cell.generation();
@@ -266,6 +278,7 @@ fn plan_cell(
         precision_checks,
         float32_computed_in,
         planned,
+        check_plans,
         tolerance_override: over.and_then(|o| o.tolerance.clone()).or_else(|| {
             platform_tolerance(&specs.hardware.platforms[&name].tolerance, &spec.tolerance)
         }),
@@ -330,14 +343,11 @@ impl<'a> Cell<'a> {
             .filter(|e| e.is_for(self.name, self.kind))
             .find(|e| e.error_kind == Some(hwmatrix_cell::ErrorKind::EngineExited))
             .map(|e| {
+                // No run id or date: they change with every re-measurement
+                // (the store holds them), and this line is in generated code.
                 format!(
-                    "its {} check crashed the process ({}, run {})",
-                    e.check,
-                    e.provenance.date.get(..10).unwrap_or(&e.provenance.date),
-                    e.provenance
-                        .run
-                        .as_deref()
-                        .unwrap_or("before runs were recorded")
+                    "its {} check crashed the process [model-specs/evidence/{}.yaml]",
+                    e.check, self.spec.model_type
                 )
             })
     }
@@ -373,11 +383,37 @@ impl<'a> Cell<'a> {
                     stage: None,
                 },
             }
-        } else if let Some(planned) = from_evidence(&self.what, &self.entries(&CHECKS)) {
-            planned
         } else {
-            self.run()
+            self.stored_plan(&FIXED_SHAPE_CHECKS)
         }
+    }
+
+    /// The status of `checks` from their stored outcomes (Run without any).
+    fn stored_plan(&self, checks: &[&str]) -> Planned<String> {
+        from_evidence(&self.what, &self.spec.model_type, &self.entries(checks))
+            .unwrap_or_else(|| self.run())
+    }
+
+    /// Each float32 check planned from its own stored outcomes, where they
+    /// decide the cell (no person's status, no export issue) and differ from
+    /// the cell's status `planned`: one failing check never silences a
+    /// sibling its own evidence lets run.
+    fn check_plans(&self, planned: &Planned<String>) -> Vec<(&'static str, Planned<String>)> {
+        let from_evidence = if self.spec.export.known_issue.is_some() {
+            self.kind == EngineKind::Libtorch
+                && self.spec.traced_without_onnx()
+                && harness_gap(self.spec, self.name).is_none()
+        } else {
+            self.over.is_none_or(|o| o.status.is_none())
+        };
+        if !from_evidence {
+            return Vec::new();
+        }
+        CHECKS
+            .iter()
+            .map(|&check| (check, self.stored_plan(&[check])))
+            .filter(|(_, own)| own != planned)
+            .collect()
     }
 
     /// The status of a cell whose ONNX export failed (`error`): who failed decides whether it
@@ -395,13 +431,19 @@ impl<'a> Cell<'a> {
                 .iter()
                 .find(|e| e.platform.is_none() && e.check == evidence::EXPORT)
                 .expect("a measured export issue is an entry");
-            from_evidence(&format!("{}'s fixture pipeline", spec.model_type), &[entry])
-                .expect("one entry")
+            from_evidence(
+                &format!("{}'s fixture pipeline", spec.model_type),
+                &spec.model_type,
+                &[entry],
+            )
+            .expect("one entry")
         } else {
             Planned::KnownIssue {
                 reason: format!(
-                    "{} cannot be exported to ONNX yet: {error}",
-                    spec.model_type
+                    "{} cannot be exported to ONNX yet: {} [{}]",
+                    spec.model_type,
+                    crate::text::cause(error),
+                    self.model.display_path
                 ),
                 basis: Basis::Spec,
                 stage: spec.export.stage,
@@ -420,10 +462,11 @@ impl<'a> Cell<'a> {
             .filter(|_| spec.export.known_issue_measured);
         if spec.traced_without_onnx() {
             // Its own fixture: its checks' stored outcomes decide, as any cell's.
-            from_evidence(&self.what, &self.entries(&CHECKS)).unwrap_or_else(|| self.run())
+            self.stored_plan(&FIXED_SHAPE_CHECKS)
         } else if let Some(entry) = trace_failed {
             from_evidence(
                 &format!("{}'s TorchScript trace", spec.model_type),
+                &spec.model_type,
                 &[entry],
             )
             .expect("one entry")
@@ -435,8 +478,9 @@ impl<'a> Cell<'a> {
             };
             Planned::NotTested {
                 reason: format!(
-                    "not tested here: {}'s ONNX export failed and {why} (our harness's gap): {error}",
-                    spec.model_type
+                    "not tested here: {}'s ONNX export failed and {why} (our harness's gap): {}",
+                    spec.model_type,
+                    crate::text::cause(error)
                 ),
                 stage: Stage::Export,
             }
@@ -470,7 +514,10 @@ impl<'a> Cell<'a> {
                     .copied()
                     .filter(|e| e.cpu_class.is_none())
                     .collect();
-                let planned_here = match (planned, from_evidence(&self.what, &every)) {
+                let planned_here = match (
+                    planned,
+                    from_evidence(&self.what, &self.spec.model_type, &every),
+                ) {
                     (Planned::Run, Some(stored)) => stored,
                     (other, _) => other.clone(),
                 };
@@ -488,7 +535,10 @@ impl<'a> Cell<'a> {
                             .filter(|e| e.cpu_class.as_deref() == Some(class))
                             .collect();
                         let what = format!("{} ({class})", self.what);
-                        Some((class.to_string(), from_evidence(&what, &own)?))
+                        Some((
+                            class.to_string(),
+                            from_evidence(&what, &self.spec.model_type, &own)?,
+                        ))
                     })
                     .collect();
                 let planned = planned_here;
@@ -555,6 +605,7 @@ impl<'a> Cell<'a> {
                         "{}'s decoder with its cache (the generation exporter)",
                         spec.model_type
                     ),
+                    &spec.model_type,
                     &[generation_export.expect("checked")],
                 )
                 .expect("one entry"),
@@ -567,7 +618,12 @@ impl<'a> Cell<'a> {
                     basis: Basis::Spec,
                     stage: None,
                 },
-                _ => from_evidence(&self.what, &self.entries(&[GENERATES])).unwrap_or(Planned::Run),
+                _ => from_evidence(
+                    &self.what,
+                    &self.spec.model_type,
+                    &self.entries(&[GENERATES]),
+                )
+                .unwrap_or(Planned::Run),
             }
         })
     }
@@ -582,7 +638,7 @@ fn harness_gap(spec: &crate::spec::ModelSpec, platform: Platform) -> Option<Plan
     } else {
         "build and run the tiny PyTorch model"
     };
-    let error = spec.export.known_issue.as_deref().unwrap_or_default();
+    let error = crate::text::cause(spec.export.known_issue.as_deref().unwrap_or_default());
     let reason = if let Some(entry) = spec.stopped_by_environment() {
         format!(
             "not tested: this environment could not {step} for {} (stage `{stage}`: {}, not a fact about the model or {platform}): {error}",
@@ -609,8 +665,9 @@ fn plan_quantization(specs: &Specs, model: &LoadedModel) -> QuantizationPlan {
             } else if let Some(error) = &spec.export.known_issue {
                 Planned::KnownIssue {
                     reason: format!(
-                        "{} has no fixture to take weights from: {error}",
-                        spec.model_type
+                        "{} has no fixture to take weights from: {}",
+                        spec.model_type,
+                        crate::text::cause(error)
                     ),
                     basis: if spec.export.known_issue_measured {
                         Basis::Evidence
@@ -621,6 +678,7 @@ fn plan_quantization(specs: &Specs, model: &LoadedModel) -> QuantizationPlan {
                 }
             } else if let Some(stored) = from_evidence(
                 &format!("{} on {platform} with wgpu", spec.model_type),
+                &spec.model_type,
                 &spec
                     .evidence
                     .iter()

@@ -13,3 +13,107 @@ pub fn shorten(text: &str, max_chars: usize) -> String {
         .map_or(cut.as_str(), |i| &cut[..i]);
     format!("{}…", at_word.trim_end_matches([',', ';', ':', ' ']))
 }
+
+/// An error's cause in one stable sentence, for an ignore reason or a
+/// planned status that generated code carries: its first clause (up to the
+/// first sentence break, a `;`, a page log's `|`), its measured numbers
+/// (decimals: an error, a bound) masked as `…`, at most 160 characters. A
+/// re-measurement that fails the same way yields the same sentence; the
+/// whole error stays in the evidence store and the run's records.
+pub fn cause(error: &str) -> String {
+    let first = error
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let end = ["; ", ". ", " | ", " (page log"]
+        .iter()
+        .filter_map(|sep| first.find(sep))
+        .min()
+        .unwrap_or(first.len());
+    let clause = first[..end].trim_end_matches(['.', ':', ',', ' ']);
+    shorten(&mask_decimals(clause), 160)
+}
+
+/// `text` with each decimal number (`0.1721`, `-5.6e-2`, `1e-5`) as `…`;
+/// integers (a step, a count, an error code) stay.
+fn mask_decimals(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let starts_number = chars[i].is_ascii_digit()
+            && (i == 0 || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '_'));
+        if !starts_number {
+            out.push(chars[i]);
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < chars.len() && chars[j].is_ascii_digit() {
+            j += 1;
+        }
+        let mut decimal = false;
+        if j + 1 < chars.len() && chars[j] == '.' && chars[j + 1].is_ascii_digit() {
+            decimal = true;
+            j += 1;
+            while j < chars.len() && chars[j].is_ascii_digit() {
+                j += 1;
+            }
+        }
+        if j < chars.len() && (chars[j] == 'e' || chars[j] == 'E') {
+            let mut k = j + 1;
+            if k < chars.len() && (chars[k] == '-' || chars[k] == '+') {
+                k += 1;
+            }
+            if k < chars.len() && chars[k].is_ascii_digit() {
+                decimal = true;
+                j = k;
+                while j < chars.len() && chars[j].is_ascii_digit() {
+                    j += 1;
+                }
+            }
+        }
+        if decimal {
+            if out.ends_with('-') {
+                out.pop();
+            }
+            out.push('…');
+        } else {
+            out.extend(&chars[i..j]);
+        }
+        i = j;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_is_its_first_clause_without_measured_numbers() {
+        assert_eq!(
+            cause(
+                "output pooler_output: relative L2 error 0.1721, above 0.1 (int8's bounds) (max abs error 5.637e-2; worst at flat index 26)"
+            ),
+            "output pooler_output: relative L2 error …, above … (int8's bounds) (max abs error …"
+        );
+        assert_eq!(
+            cause(
+                "ONNX Runtime run failed: Non-zero status code returned while running Reshape node. Name:'node_view'"
+            ),
+            "ONNX Runtime run failed: Non-zero status code returned while running Reshape node"
+        );
+        assert_eq!(
+            cause(
+                "opening the model: shape mismatch (page log: 2026-11-27 14:45:49.147350 [V:onnxruntime] x | y)"
+            ),
+            "opening the model: shape mismatch"
+        );
+        assert_eq!(
+            cause("step 3 of 8 diverged: ERROR_CODE: 1, x2 ×12"),
+            "step 3 of 8 diverged: ERROR_CODE: 1, x2 ×12"
+        );
+    }
+}

@@ -512,6 +512,22 @@ pub struct PrecisionCheck {
     pub bound: AgreementBound,
 }
 
+impl PrecisionCheck {
+    /// A check as generated code declares it, in one line.
+    pub const fn new(precision: Precision, planned: Planned, bound: AgreementBound) -> Self {
+        PrecisionCheck {
+            precision,
+            planned,
+            bound,
+        }
+    }
+
+    /// A check planned to run (most of them), in one line.
+    pub const fn run(precision: Precision, bound: AgreementBound) -> Self {
+        PrecisionCheck::new(precision, Planned::Run, bound)
+    }
+}
+
 /// A precision check's status on one CPU class, where the evidence store
 /// holds that class's own outcome (an int8 graph whose u8 x s8 kernels
 /// saturate without VNNI fails there and passes elsewhere). The test runs on
@@ -539,13 +555,41 @@ pub struct AgreementBound {
     pub min_top1: f64,
 }
 
+impl AgreementBound {
+    /// A bound as generated code declares it, in one line.
+    pub const fn new(min_cosine: f64, max_rel_l2: f64, min_top1: f64) -> Self {
+        AgreementBound {
+            min_cosine,
+            max_rel_l2,
+            min_top1,
+        }
+    }
+}
+
+/// A float32 check planned otherwise than its cell, from its own stored
+/// outcomes: a cell whose only stored failure is `dynamic_shapes` runs
+/// `runs` and `matches_reference` (the cell's status) and plans
+/// `dynamic_shapes` as its known issue, so the matrix can say "runs at a
+/// fixed shape".
+#[derive(Clone, Copy, Debug)]
+pub struct CheckPlan {
+    /// The check's name (`hwmatrix_cell::CHECKS`).
+    pub check: &'static str,
+    pub planned: Planned,
+}
+
 /// One model × platform × engine cell.
 #[derive(Debug)]
 pub struct Cell {
     pub model: &'static ModelDecl,
     pub platform: &'static PlatformDecl,
     pub engine: &'static Engine,
+    /// The cell's status: that of its checks at the export shape (`runs`,
+    /// `matches_reference`), which its precision checks inherit.
     pub planned: Planned,
+    /// Float32 checks planned otherwise than the cell, from their own stored
+    /// outcomes (see [`CheckPlan`]).
+    pub check_plans: &'static [CheckPlan],
     /// Set only where the spec overrides the model's tolerance for this platform.
     pub tolerance_override: Option<Tolerance>,
     pub allowed_fallback: &'static [AllowedFallback],
@@ -594,6 +638,7 @@ impl Cell {
             platform,
             engine,
             planned,
+            check_plans: &[],
             tolerance_override: None,
             allowed_fallback: &[],
             precision_checks: &[],
@@ -645,6 +690,21 @@ impl Cell {
     pub const fn with_precision_checks(mut self, checks: &'static [PrecisionCheck]) -> Cell {
         self.precision_checks = checks;
         self
+    }
+
+    /// Float32 checks planned otherwise than the cell.
+    pub const fn with_check_plans(mut self, plans: &'static [CheckPlan]) -> Cell {
+        self.check_plans = plans;
+        self
+    }
+
+    /// A float32 check's status (`runs`, `matches_reference`,
+    /// `dynamic_shapes`): its own where it has one, else the cell's.
+    pub fn check_planned(&self, check: &str) -> Planned {
+        self.check_plans
+            .iter()
+            .find(|p| p.check == check)
+            .map_or(self.planned, |p| p.planned)
     }
 
     /// Precision checks whose status on a CPU class is that class's own.

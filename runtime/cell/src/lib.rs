@@ -20,8 +20,8 @@ pub mod wgpu_adapter;
 
 pub use cpu_class::CpuClass;
 pub use decl::{
-    AgreementBound, AllowedFallback, BrowserApp, BrowserBackend, Cell, ClassPlan, ComputedIn,
-    Engine, EngineKind, ExecutionProvider, GenerationCheck, GenerationDecl, ModelDecl,
+    AgreementBound, AllowedFallback, BrowserApp, BrowserBackend, Cell, CheckPlan, ClassPlan,
+    ComputedIn, Engine, EngineKind, ExecutionProvider, GenerationCheck, GenerationDecl, ModelDecl,
     PlatformDecl, Precision, PrecisionCheck, TensorDecl, Tolerance,
 };
 pub use dtype::DType;
@@ -33,6 +33,16 @@ pub use quantization::{
     Rating,
 };
 pub use stage::Stage;
+
+/// What each generated `cells.rs` declares its cells with (`use
+/// runtime::cells_prelude::*`), so thousands of declarations do not repeat
+/// the crate's path in every name.
+pub mod cells_prelude {
+    pub use crate::{
+        AgreementBound, AllowedFallback, Basis, Cell, CheckPlan, ClassPlan, Planned, Precision,
+        PrecisionCheck, QuantScheme, QuantizationCell, QuantizationCheck, Rating, Stage,
+    };
+}
 
 /// The checks every runnable cell has, in the order the tests list them. The
 /// names are the test function names (`runtime::cell_tests!`) and the `check`

@@ -4,30 +4,22 @@
 ///
 /// Select this cell with `cargo test -p generated audio::clap::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, features = ["cpu"],
-        off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, gate = gate_cpu
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: clap on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:07Z): output logits_per_audio: top-1 agreement 0.0000, below 0.85 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.624e-1; worst at flat index 1: got -2.4296092987060547, expected -2.2672154903411865)"
+        "known issue: clap on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_audio: top-1 agreement …, below … (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/clap.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: clap on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:07Z): output logits_per_audio: cosine similarity 0.9472 in its worst row (of 2; mean 0.9689), below 0.95; relative L2 error 0.3347, above 0.25; top-1 agreement 0.0000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 1: got -3.277728319168091, expected -2.2672154903411865); output logits_per_text: relative L2 error 0.3347, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 2: got -3.277728319168091, expected -2.2672154903411865)"
+        "known issue: clap on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_audio: cosine similarity … in its worst row (of 2 [model-specs/evidence/clap.yaml]"
     );
 }
 /// clap on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated audio::clap::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
 }

@@ -4,43 +4,36 @@
 ///
 /// Select this cell with `cargo test -p generated audio::clap::webgpu::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
-        "not tested here: clap on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:07:28Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-27 13:07:28.650789 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-27 13:07:28.766304 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 13:07:28.809235 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 13:07:28.846954 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (4, 1, 1) | 2026-11-27 13:07:28.858215 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)"
+        "not tested here: clap on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/clap.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
-        "known issue: clap on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:07:44Z): output logits_per_audio: cosine similarity 0.9472 in its worst row (of 2; mean 0.9689), below 0.95; relative L2 error 0.3347, above 0.25; top-1 agreement 0.0000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 1: got -3.2777297496795654, expected -2.2672154903411865); output logits_per_text: relative L2 error 0.3347, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 2: got -3.2777297496795654, expected -2.2672154903411865)"
+        "known issue: clap on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_audio: cosine similarity … in its worst row (of 2 [model-specs/evidence/clap.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "not tested here: clap on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:07:43Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-27 13:07:43.071065 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-27 13:07:43.160560 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 13:07:43.172274 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 13:07:43.201000 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (4, 1, 1) | 2026-11-27 13:07:43.208730 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)"
+        "not tested here: clap on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/clap.yaml]"
     );
 }
 /// clap on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated audio::clap::webgpu::native::`.
 mod native {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, gate =
+        gate_webgpu
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: clap on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:11:19Z): output logits_per_audio: cosine similarity 0.9472 in its worst row (of 2; mean 0.9689), below 0.95; relative L2 error 0.3347, above 0.25; top-1 agreement 0.0000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 1: got -3.277729034423828, expected -2.2672154903411865); output logits_per_text: relative L2 error 0.3347, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 2: got -3.277729034423828, expected -2.2672154903411865)"
+        "known issue: clap on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_audio: cosine similarity … in its worst row (of 2 [model-specs/evidence/clap.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: clap on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:11:20Z): output logits_per_audio: cosine similarity 0.9476 in its worst row (of 2; mean 0.9692), below 0.95; relative L2 error 0.3320, above 0.25; top-1 agreement 0.0000, below 0.75 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.004e0; worst at flat index 1: got -3.271484375, expected -2.2672154903411865); output logits_per_text: relative L2 error 0.3320, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.004e0; worst at flat index 2: got -3.271484375, expected -2.2672154903411865)"
+        "known issue: clap on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_audio: cosine similarity … in its worst row (of 2 [model-specs/evidence/clap.yaml]"
     );
 }
 /// clap on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
@@ -48,20 +41,19 @@ mod native {
 /// Select this cell with `cargo test -p generated audio::clap::webgpu::firefox::`.
 mod firefox {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
-        "known issue: clap on webgpu with firefox: fp16_matches_reference failed: the engine or its provider (evidence: run 1795943598-15939 on vm, 2026-11-29T09:13:18Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/webgpu/buffer_manager.cc:562 WGPUBuffer onnxruntime::webgpu::BufferManager::Create(size_t, wgpu::BufferUsage, bool, bool) const [ONNXRuntimeError] : 1 : FAIL : Failed to create a WebGPU compute pipeline: ShaderModule with 'Pad' label is invalid\n (page log:  | } |  | === WebGPU Shader code [Pad, Key=\"Pad[0|0]:4|1|1:4:3;4\"] End === | )"
+        "known issue: clap on webgpu with firefox: fp16_matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/clap.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
-        "known issue: clap on webgpu with firefox: q4_matches_reference failed: the engine or its provider (evidence: run 1795943598-15939 on vm, 2026-11-29T09:13:26Z): output logits_per_audio: cosine similarity 0.9472 in its worst row (of 2; mean 0.9689), below 0.95; relative L2 error 0.3347, above 0.25; top-1 agreement 0.0000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 1: got -3.2777280807495117, expected -2.2672154903411865); output logits_per_text: relative L2 error 0.3347, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/clap.yaml) (max abs error 1.011e0; worst at flat index 2: got -3.2777280807495117, expected -2.2672154903411865)"
+        "known issue: clap on webgpu with firefox: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_audio: cosine similarity … in its worst row (of 2 [model-specs/evidence/clap.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
-        "known issue: clap on webgpu with firefox: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795943598-15939 on vm, 2026-11-29T09:13:28Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: /mnt/azure_nvme_temp/_work/1/s/onnxruntime/core/providers/webgpu/buffer_manager.cc:562 WGPUBuffer onnxruntime::webgpu::BufferManager::Create(size_t, wgpu::BufferUsage, bool, bool) const [ONNXRuntimeError] : 1 : FAIL : Failed to create a WebGPU compute pipeline: ShaderModule with 'Pad' label is invalid\n (page log:  | } |  | === WebGPU Shader code [Pad, Key=\"Pad[0|0]:4|1|1:4:3;4\"] End === | )"
+        "known issue: clap on webgpu with firefox: q4f16_matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/clap.yaml]"
     );
 }
 /// clap's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
@@ -69,28 +61,23 @@ mod firefox {
 /// Select these checks with `cargo test -p generated audio::clap::webgpu::wgpu::`.
 mod wgpu {
     runtime::quantization_test!(
-        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
-        features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        gate = gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, gate =
+        gate_webgpu_wgpu
     );
 }

@@ -4,29 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated audio::dac::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: dac on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:08Z): output quantized_representation: cosine similarity 0.8825 in its worst row (of 1; mean 0.8825), below 0.98; relative L2 error 0.4828, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 6.481e-3; worst at flat index 914: got -0.0009532587719149888, expected 0.005528164096176624); output audio_codes: 100 integer elements differ from the reference (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 4.440e2; worst at flat index 110: got 446, expected 2); output projected_latents: cosine similarity 0.9320 in its worst row (of 1; mean 0.9320), below 0.98; relative L2 error 0.3656, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 4.236e-4; worst at flat index 1037: got -0.0001518546196166426, expected 0.000271740835160017)"
+        "known issue: dac on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row (of 1 [model-specs/evidence/dac.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: dac on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:09Z): output quantized_representation: cosine similarity 0.9551 in its worst row (of 1; mean 0.9551), below 0.98; relative L2 error 0.3025, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 3.800e-3; worst at flat index 1149: got -0.00025505985831841826, expected 0.003545268438756466); output audio_codes: 72 integer elements differ from the reference (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 4.930e2; worst at flat index 202: got 9, expected 502); output projected_latents: cosine similarity 0.9756 in its worst row (of 1; mean 0.9756), below 0.98; relative L2 error 0.2201, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 2.457e-4; worst at flat index 866: got -0.00044845318188890815, expected -0.0006941849132999778)"
+        "known issue: dac on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row (of 1 [model-specs/evidence/dac.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "unsupported: dac on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:08Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)"
+        "unsupported: dac on cpu with onnxruntime: q4_matches_reference does not apply (does-not-apply): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its… [model-specs/evidence/dac.yaml]"
     );
 }
 /// dac on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated audio::dac::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
 }

@@ -4,29 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated audio::dac::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: dac on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:23:40Z): cannot load <fixtures>/dac/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
+        "known issue: dac on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/dac/model.int8.onnx: This is an invalid model [model-specs/evidence/dac.yaml]"
     );
 }
 /// dac on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated audio::dac::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
     runtime::precision_test!(
         nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: dac on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:32:56Z): output quantized_representation: cosine similarity 0.9469 in its worst row (of 1; mean 0.9469), below 0.98; relative L2 error 0.3273, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 5.890e-3; worst at flat index 642: got 0.00377907557412982, expected -0.0021105885971337557); output audio_codes: 59 integer elements differ from the reference (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 4.470e2; worst at flat index 150: got 496, expected 49); output projected_latents: cosine similarity 0.9711 in its worst row (of 1; mean 0.9711), below 0.98; relative L2 error 0.2410, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/dac.yaml) (max abs error 3.039e-4; worst at flat index 1090: got 0.0001964705588761717, expected -0.00010740369179984555)"
+        "known issue: dac on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row (of 1 [model-specs/evidence/dac.yaml]"
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "unsupported: dac on openvino with openvino: nncf_int4_matches_reference does not apply (evidence: run 1795883575-3795 on vm, 2026-11-28T16:32:55Z): NNCF could not make the nncf_int4 model: NNCF compressed no weight to int4 ({'int4': 0, 'int8': 64, 'int4_group_sizes': []})"
+        "unsupported: dac on openvino with openvino: nncf_int4_matches_reference does not apply (does-not-apply): NNCF could not make the nncf_int4 model: NNCF compressed no weight to int4 ({'int4': 0, 'int8': 64, 'int4_group_sizes': []}) [model-specs/evidence/dac.yaml]"
     );
 }

@@ -4,17 +4,12 @@
 ///
 /// Select this cell with `cargo test -p generated audio::data2vec_audio::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: data2vec-audio on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:19:09Z): the exporter could not make the qdq8 model: ValueError: Unable to get valid quantization scale for input '/model/feature_extractor/conv_layers.6/activation/Mul_1' when quantizing bias 'model.feature_extractor.conv_layers.0.layer_norm.bias6' to int32."
+        "known issue: data2vec-audio on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (export-failed): the exporter could not make the qdq8 model: ValueError: Unable to get valid quantization scale for input… [model-specs/evidence/data2vec-audio.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
     );
 }

@@ -4,16 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated audio::encodec::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: encodec on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:19:15Z): cannot load <fixtures>/encodec/model.qdq8.onnx: Failed to compose Qnn graph."
+        "known issue: encodec on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/encodec/model.qdq8.onnx: Failed to compose Qnn graph [model-specs/evidence/encodec.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: encodec on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:19:12Z): not every node ran on QNNExecutionProvider: Add ×7 on CPUExecutionProvider, ArgMax ×1 on CPUExecutionProvider, Cast ×53 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, ConstantOfShape ×2 on CPUExecutionProvider, Conv ×18 on CPUExecutionProvider, ConvTranspose ×2 on CPUExecutionProvider, Elu ×14 on CPUExecutionProvider, Gather ×4 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider, MatMul ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider, Pad ×18 on CPUExecutionProvider, Pow ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Shape ×40 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, Split ×1 on CPUExecutionProvider, Squeeze ×3 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, Transpose ×6 on CPUExecutionProvider, Unsqueeze ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 203 nodes (86%), 1450 µs (5%); QNNExecutionProvider: 33 nodes (14%), 30762 µs (95%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/encodec.yaml only if it may run off QNNExecutionProvider, with the reason"
+        "known issue: encodec on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×7 on CPUExecutionProvider, ArgMax ×1 on CPUExecutionProvider, Cast ×53 on CPUExecutionProvider, Concat ×2 on… [model-specs/evidence/encodec.yaml]"
     );
 }

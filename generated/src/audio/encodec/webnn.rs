@@ -4,16 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated audio::encodec::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: encodec on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T13:33:24Z): not every node ran on WebNNExecutionProvider: Add ×7 on CPUExecutionProvider, Cast ×52 on CPUExecutionProvider, Conv ×18 on CPUExecutionProvider, ConvTranspose ×2 on CPUExecutionProvider, Elu ×14 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider, MatMul ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider, Pad ×18 on CPUExecutionProvider, Pow ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, Slice ×20 on CPUExecutionProvider, Squeeze ×2 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 220 nodes (57%), 0 µs (0%); WebNNExecutionProvider: 167 nodes (43%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/audio/encodec.yaml only if it may run off WebNNExecutionProvider, with the reason"
+        "known issue: encodec on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×7 on CPUExecutionProvider, Cast ×52 on CPUExecutionProvider, Conv ×18 on CPUExecutionProvider, ConvTranspose… [model-specs/evidence/encodec.yaml]"
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: encodec on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T13:33:28Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.encoder.layers.0.conv.bias_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-27 13:33:28.705085 [V:onnxruntime:, helper.cc:89 IsTensorShapeSupported] Dynamic shape is not supported, use sessionOptions.FreeDimensionOverrides to set a fixed shape: /model/encoder/layers.7/Transpose_output_0_DequantizeLinear | 2026-11-27 13:33:28.705190 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [1201] name: [Transpose_token_0] supported: [0] | 2026-11-27 13:33:28.705290 [V:onnxruntime:, helper.cc:89 IsTensorShapeSupported] Dynamic shape is not supported, use sessionOptions.FreeDimensionOverrides to set a fixed shape: /model/decoder/layers.1/Transpose_output_0_DequantizeLinear | 2026-11-27 13:33:28.705390 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [1206] name: [Transpose_token_5] supported: [0] | \u{1b}[0;93m2026-11-27 13:33:28.721425 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 47 number of nodes in the graph: 986 number of nodes supported by WebNN: 615\u{1b}[m)"
+        "known issue: encodec on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.encoder.layers.0.conv.bias_DequantizeLinear] The… [model-specs/evidence/encodec.yaml]"
     );
 }

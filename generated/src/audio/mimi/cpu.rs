@@ -4,30 +4,29 @@
 ///
 /// Select this cell with `cargo test -p generated audio::mimi::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: mimi on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:11Z): ONNX Runtime run failed: Non-zero status code returned while running DynamicQuantizeMatMul node. Name:'node_matmul_5_quant' Status Message: /onnxruntime_src/onnxruntime/contrib_ops/cpu/quantization/dynamic_quantize_matmul.cc:97 onnxruntime::common::Status onnxruntime::contrib::MatMulIntegerToFloatBase::ComputeCommon(onnxruntime::OpKernelContext*, const uint8_t*, const onnxruntime::TensorShape&, float, uint8_t, bool, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*) const IsBQuantParamSupported(b_zp_constant_tensor->Shape(), b_tensor ? b_tensor->Shape() : b_shape_) was false. MatmulInteger : b zero point is not valid\n"
+        "known issue: mimi on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running DynamicQuantizeMatMul node [model-specs/evidence/mimi.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: mimi on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:11Z): ONNX Runtime run failed: Non-zero status code returned while running DynamicQuantizeMatMul node. Name:'node_matmul_5_quant' Status Message: /onnxruntime_src/onnxruntime/contrib_ops/cpu/quantization/dynamic_quantize_matmul.cc:97 onnxruntime::common::Status onnxruntime::contrib::MatMulIntegerToFloatBase::ComputeCommon(onnxruntime::OpKernelContext*, const uint8_t*, const onnxruntime::TensorShape&, float, uint8_t, bool, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*) const IsBQuantParamSupported(b_zp_constant_tensor->Shape(), b_tensor ? b_tensor->Shape() : b_shape_) was false. MatmulInteger : b zero point is not valid\n"
+        "known issue: mimi on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running DynamicQuantizeMatMul node [model-specs/evidence/mimi.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
-        =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
     );
 }
-/// mimi on cpu with libtorch, device cpu: known-issue (mimi on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795824181-25564 on vm, 2026-11-28T00:03:01Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1).
+/// mimi on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated audio::mimi::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, ignore =
-        "known issue: mimi on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795824181-25564 on vm, 2026-11-28T00:03:01Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1"
+    runtime::check_test!(runs, super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
+    runtime::check_test!(
+        matches_reference, super::super::cells::CPU_TORCH, gate = gate_cpu_torch
+    );
+    runtime::check_test!(
+        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+        "known issue: mimi on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (run-failed): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter [model-specs/evidence/mimi.yaml]"
     );
 }

@@ -4,30 +4,22 @@
 ///
 /// Select this cell with `cargo test -p generated audio::nemotron3_5_transcribe_audio::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, features = ["cpu"],
-        off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, gate = gate_cpu
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: nemotron3_5_transcribe_audio on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:13Z): output last_hidden_state: cosine similarity 0.8314 in its worst row (of 8; mean 0.9789), below 0.98; relative L2 error 0.2443, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/nemotron3_5_transcribe_audio.yaml) (max abs error 2.673e0; worst at flat index 131: got -3.2034778594970703, expected -0.5309267044067383)"
+        "known issue: nemotron3_5_transcribe_audio on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: nemotron3_5_transcribe_audio on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:13Z): output last_hidden_state: cosine similarity 0.7129 in its worst row (of 8; mean 0.8875), below 0.95; relative L2 error 0.4588, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/nemotron3_5_transcribe_audio.yaml) (max abs error 3.773e0; worst at flat index 129: got 0.610066831111908, expected -3.1626927852630615)"
+        "known issue: nemotron3_5_transcribe_audio on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]"
     );
 }
 /// nemotron3_5_transcribe_audio on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated audio::nemotron3_5_transcribe_audio::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
 }

@@ -4,29 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated audio::neucodec::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: neucodec on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:14Z): output audio_values: cosine similarity 0.8808 in its worst row (of 1; mean 0.8808), below 0.98; relative L2 error 0.4905, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 1.761e-1; worst at flat index 349: got -0.20131905376911163, expected -0.025207888334989548); output audio_codes: 14 integer elements differ from the reference (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 6.400e1; worst at flat index 7: got 93, expected 157)"
+        "known issue: neucodec on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row (of 1 [model-specs/evidence/neucodec.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: neucodec on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:14Z): output audio_values: cosine similarity 0.8585 in its worst row (of 1; mean 0.8585), below 0.98; relative L2 error 0.5303, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 1.864e-1; worst at flat index 781: got -0.017606966197490692, expected 0.1687772572040558); output audio_codes: 12 integer elements differ from the reference (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 6.400e1; worst at flat index 11: got 111, expected 175)"
+        "known issue: neucodec on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row (of 1 [model-specs/evidence/neucodec.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: neucodec on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:14Z): output audio_values: cosine similarity 0.7225 in its worst row (of 1; mean 0.7225), below 0.95; relative L2 error 0.7484, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 2.684e-1; worst at flat index 397: got 0.19642241299152374, expected -0.07200219482183456); output audio_codes: 31 integer elements differ from the reference (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/neucodec.yaml) (max abs error 6.400e1; worst at flat index 11: got 111, expected 175)"
+        "known issue: neucodec on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row (of 1 [model-specs/evidence/neucodec.yaml]"
     );
 }
-/// neucodec on cpu with libtorch, device cpu: known-issue (neucodec on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:56Z): output audio_values has shape [2, 1, 1920], expected [2, 1, 2304] (batch=2, audio_values_1=1, audio_values_2=2304); also output-mismatch: output audio_values: shape [2, 1, 1920] differs from the reference [2, 1, 2304]).
+/// neucodec on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated audio::neucodec::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, ignore =
-        "known issue: neucodec on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:56Z): output audio_values has shape [2, 1, 1920], expected [2, 1, 2304] (batch=2, audio_values_1=1, audio_values_2=2304); also output-mismatch: output audio_values: shape [2, 1, 1920] differs from the reference [2, 1, 2304]"
+    runtime::check_test!(runs, super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
+    runtime::check_test!(
+        matches_reference, super::super::cells::CPU_TORCH, gate = gate_cpu_torch
+    );
+    runtime::check_test!(
+        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+        "known issue: neucodec on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (output-mismatch): output audio_values has shape [2, 1, 1920], expected [2, 1, 2304] (batch=2, audio_values_1=1, audio_values_2=2304) [model-specs/evidence/neucodec.yaml]"
     );
 }

@@ -4,16 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated audio::pocket_tts_audio_tokenizer::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: pocket_tts_audio_tokenizer on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795788467-7784 on vm, 2026-11-27T14:08:00Z): ONNX Runtime run failed: Non-zero status code returned while running Pad node. Name:'node_pad_11' Status Message: Pad: invalid mode: 2 with zero effective input extent"
+        "known issue: pocket_tts_audio_tokenizer on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Pad node [model-specs/evidence/pocket_tts_audio_tokenizer.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: pocket_tts_audio_tokenizer on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795788467-7784 on vm, 2026-11-27T14:07:59Z): not every node ran on QNNExecutionProvider: Add ×34 on CPUExecutionProvider, And ×8 on CPUExecutionProvider, Cast ×144 on CPUExecutionProvider, Concat ×16 on CPUExecutionProvider, Conv ×21 on CPUExecutionProvider, ConvTranspose ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, CumSum ×2 on CPUExecutionProvider, Div ×4 on CPUExecutionProvider, Equal ×4 on CPUExecutionProvider, Exp ×24 on CPUExecutionProvider, Expand ×10 on CPUExecutionProvider, GatherND ×8 on CPUExecutionProvider, Greater ×2 on CPUExecutionProvider, LayerNormalization ×8 on CPUExecutionProvider, Less ×20 on CPUExecutionProvider, LessOrEqual ×2 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Max ×4 on CPUExecutionProvider, Mul ×66 on CPUExecutionProvider, Neg ×8 on CPUExecutionProvider, Not ×2 on CPUExecutionProvider, Pad ×20 on CPUExecutionProvider, Pow ×4 on CPUExecutionProvider, Range ×2 on CPUExecutionProvider, ReduceMax ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×16 on CPUExecutionProvider, Shape ×4 on CPUExecutionProvider, Sin ×2 on CPUExecutionProvider, Slice ×10 on CPUExecutionProvider, Split ×8 on CPUExecutionProvider, Sub ×29 on CPUExecutionProvider, Tanh ×4 on CPUExecutionProvider, Transpose ×25 on CPUExecutionProvider, Unsqueeze ×22 on CPUExecutionProvider, Where ×22 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (100%), 3064 µs (9%); QNNExecutionProvider: 3 nodes (0%), 31810 µs (91%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/pocket_tts_audio_tokenizer.yaml only if it may run off QNNExecutionProvider, with the reason"
+        "known issue: pocket_tts_audio_tokenizer on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×34 on CPUExecutionProvider, And ×8 on CPUExecutionProvider, Cast ×144 on CPUExecutionProvider, Concat ×16 on… [model-specs/evidence/pocket_tts_audio_tokenizer.yaml]"
     );
 }

@@ -4,32 +4,28 @@
 ///
 /// Select this cell with `cargo test -p generated audio::pocket_tts_audio_tokenizer_encoder::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
+    runtime::precision_test!(
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, gate = gate_cpu
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, features = ["cpu"],
-        off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, gate =
+        gate_cpu
     );
     runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, features =
-        ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
-        =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
     );
 }
-/// pocket_tts_audio_tokenizer_encoder on cpu with libtorch, device cpu: known-issue (pocket_tts_audio_tokenizer_encoder on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:58Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1).
+/// pocket_tts_audio_tokenizer_encoder on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated audio::pocket_tts_audio_tokenizer_encoder::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, ignore =
-        "known issue: pocket_tts_audio_tokenizer_encoder on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:58Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: index 1 is out of bounds for dimension 0 with size 1"
+    runtime::check_test!(runs, super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
+    runtime::check_test!(
+        matches_reference, super::super::cells::CPU_TORCH, gate = gate_cpu_torch
+    );
+    runtime::check_test!(
+        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+        "known issue: pocket_tts_audio_tokenizer_encoder on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (run-failed): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter [model-specs/evidence/pocket_tts_audio_tokenizer_encoder.yaml]"
     );
 }

@@ -4,16 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated audio::pocket_tts_audio_tokenizer_encoder::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: pocket_tts_audio_tokenizer_encoder on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:20:41Z): ONNX Runtime run failed: Non-zero status code returned while running Pad node. Name:'node_pad_11' Status Message: Pad: invalid mode: 2 with zero effective input extent"
+        "known issue: pocket_tts_audio_tokenizer_encoder on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Pad node [model-specs/evidence/pocket_tts_audio_tokenizer_encoder.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: pocket_tts_audio_tokenizer_encoder on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:20:39Z): not every node ran on QNNExecutionProvider: Add ×17 on CPUExecutionProvider, And ×4 on CPUExecutionProvider, Cast ×77 on CPUExecutionProvider, Concat ×8 on CPUExecutionProvider, Conv ×12 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider, CumSum ×1 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Equal ×2 on CPUExecutionProvider, Exp ×12 on CPUExecutionProvider, Expand ×5 on CPUExecutionProvider, GatherND ×4 on CPUExecutionProvider, Greater ×1 on CPUExecutionProvider, LayerNormalization ×4 on CPUExecutionProvider, Less ×10 on CPUExecutionProvider, LessOrEqual ×1 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Max ×2 on CPUExecutionProvider, Mul ×33 on CPUExecutionProvider, Neg ×4 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Pad ×12 on CPUExecutionProvider, Pow ×2 on CPUExecutionProvider, Range ×1 on CPUExecutionProvider, ReduceMax ×2 on CPUExecutionProvider, ReduceSum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Shape ×2 on CPUExecutionProvider, Sin ×1 on CPUExecutionProvider, Slice ×3 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Sub ×14 on CPUExecutionProvider, Tanh ×2 on CPUExecutionProvider, Transpose ×12 on CPUExecutionProvider, Unsqueeze ×11 on CPUExecutionProvider, Where ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 304 nodes (99%), 1275 µs (13%); QNNExecutionProvider: 3 nodes (1%), 8449 µs (87%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/pocket_tts_audio_tokenizer_encoder.yaml only if it may run off QNNExecutionProvider, with the reason"
+        "known issue: pocket_tts_audio_tokenizer_encoder on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×17 on CPUExecutionProvider, And ×4 on CPUExecutionProvider, Cast ×77 on CPUExecutionProvider, Concat ×8 on… [model-specs/evidence/pocket_tts_audio_tokenizer_encoder.yaml]"
     );
 }

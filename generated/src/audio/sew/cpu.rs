@@ -4,32 +4,28 @@
 ///
 /// Select this cell with `cargo test -p generated audio::sew::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
+    runtime::precision_test!(
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, gate = gate_cpu
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, features = ["cpu"],
-        off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, gate =
+        gate_cpu
     );
     runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, features =
-        ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
-        =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
     );
 }
-/// sew on cpu with libtorch, device cpu: known-issue (sew on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:58Z): output last_hidden_state has shape [2, 6, 32], expected [2, 7, 32] (batch=2, last_hidden_state_1=7, hidden=32); also output-mismatch: output last_hidden_state: shape [2, 6, 32] differs from the reference [2, 7, 32]).
+/// sew on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated audio::sew::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, ignore =
-        "known issue: sew on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:58Z): output last_hidden_state has shape [2, 6, 32], expected [2, 7, 32] (batch=2, last_hidden_state_1=7, hidden=32); also output-mismatch: output last_hidden_state: shape [2, 6, 32] differs from the reference [2, 7, 32]"
+    runtime::check_test!(runs, super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
+    runtime::check_test!(
+        matches_reference, super::super::cells::CPU_TORCH, gate = gate_cpu_torch
+    );
+    runtime::check_test!(
+        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+        "known issue: sew on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [2, 6, 32], expected [2, 7, 32] (batch=2, last_hidden_state_1=7, hidden=32) [model-specs/evidence/sew.yaml]"
     );
 }

@@ -4,32 +4,32 @@
 ///
 /// Select this cell with `cargo test -p generated audio::sew_d::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
+    runtime::precision_test!(
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, gate = gate_cpu
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, features = ["cpu"],
-        off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, gate =
+        gate_cpu
     );
     runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, features =
-        ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
-        =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
     );
 }
-/// sew-d on cpu with libtorch, device cpu: known-issue (sew-d on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:59Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'XSoftmax'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:; sew-d on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:59Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'XSoftmax'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:; sew-d on cpu with libtorch: runs failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:59Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'XSoftmax'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:).
+/// sew-d on cpu with libtorch, device cpu: known-issue (sew-d on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'XSoftmax' [model-specs/evidence/sew-d.yaml]; sew-d on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'XSoftmax' [model-specs/evidence/sew-d.yaml]).
 ///
 /// Select this cell with `cargo test -p generated audio::sew_d::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, ignore =
-        "known issue: sew-d on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:59Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'XSoftmax'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:; sew-d on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:59Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'XSoftmax'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:; sew-d on cpu with libtorch: runs failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:05:59Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'XSoftmax'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:"
+    runtime::check_test!(
+        runs, super::super::cells::CPU_TORCH, ignore =
+        "known issue: sew-d on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'XSoftmax' [model-specs/evidence/sew-d.yaml]"
+    );
+    runtime::check_test!(
+        matches_reference, super::super::cells::CPU_TORCH, ignore =
+        "known issue: sew-d on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'XSoftmax' [model-specs/evidence/sew-d.yaml]"
+    );
+    runtime::check_test!(
+        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+        "known issue: sew-d on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'XSoftmax' [model-specs/evidence/sew-d.yaml]"
     );
 }

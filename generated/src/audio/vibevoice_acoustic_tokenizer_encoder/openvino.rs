@@ -4,31 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated audio::vibevoice_acoustic_tokenizer_encoder::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: vibevoice_acoustic_tokenizer_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795773489-993 on vm, 2026-11-27T09:58:12Z): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU) (its last lines: none)"
+        "known issue: vibevoice_acoustic_tokenizer_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU) (its last lines… [model-specs/evidence/vibevoice_acoustic_tokenizer_encoder.yaml]"
     );
 }
 /// vibevoice_acoustic_tokenizer_encoder on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated audio::vibevoice_acoustic_tokenizer_encoder::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
+    runtime::precision_test!(
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
+        gate_openvino
     );
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
+        gate_openvino
     );
 }

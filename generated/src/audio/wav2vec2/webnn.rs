@@ -4,17 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated audio::wav2vec2::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
+        gate_webnn
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: wav2vec2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T13:39:54Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [/model/feature_extractor/conv_layers.0/layer_norm/Constant_2_output_0_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-27 13:39:54.640579 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [279] name: [/model/encoder/layers.1/Add_1_output_0_DequantizeLinear] supported: [1] | 2026-11-27 13:39:54.640685 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [LayerNormalization] index: [280] name: [/model/encoder/layers.1/final_layer_norm/LayerNormalization] supported: [1] | 2026-11-27 13:39:54.640810 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [281] name: [last_hidden_state_QuantizeLinear] supported: [1] | 2026-11-27 13:39:54.640925 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [282] name: [last_hidden_state_DequantizeLinear] supported: [1] | 2026-11-27 13:39:54.655480 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 268 number of nodes supported by WebNN: 268)"
+        "known issue: wav2vec2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder'… [model-specs/evidence/wav2vec2.yaml]"
     );
 }

@@ -4,17 +4,12 @@
 ///
 /// Select this cell with `cargo test -p generated audio::wav2vec2_bert::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: wav2vec2-bert on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:21:42Z): not every node ran on QNNExecutionProvider: DequantizeLinear ×4 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, QuantizeLinear ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (73%), 280 µs (0%); QNNExecutionProvider: 3 nodes (27%), 81752 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/audio/wav2vec2-bert.yaml only if it may run off QNNExecutionProvider, with the reason"
+        "known issue: wav2vec2-bert on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DequantizeLinear ×4 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, QuantizeLinear ×2 on… [model-specs/evidence/wav2vec2-bert.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
     );
 }

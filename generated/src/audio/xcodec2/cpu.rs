@@ -4,29 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated audio::xcodec2::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: xcodec2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:24Z): output audio_values: cosine similarity 0.7873 in its worst row (of 1; mean 0.7873), below 0.98; relative L2 error 0.6418, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 3.133e-1; worst at flat index 718: got 0.14735177159309387, expected -0.16595230996608734); output audio_codes: 27 integer elements differ from the reference (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 6.400e1; worst at flat index 6: got 169, expected 233)"
+        "known issue: xcodec2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row (of 1 [model-specs/evidence/xcodec2.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: xcodec2 on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:24Z): output audio_values: cosine similarity 0.9047 in its worst row (of 1; mean 0.9047), below 0.98; relative L2 error 0.4344, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 2.013e-1; worst at flat index 887: got 0.16145038604736328, expected -0.03984905779361725); output audio_codes: 12 integer elements differ from the reference (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 6.400e1; worst at flat index 37: got 97, expected 161)"
+        "known issue: xcodec2 on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row (of 1 [model-specs/evidence/xcodec2.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: xcodec2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:25Z): output audio_values: cosine similarity 0.7253 in its worst row (of 1; mean 0.7253), below 0.95; relative L2 error 0.7356, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 3.501e-1; worst at flat index 190: got 0.10660555213689804, expected -0.2434554100036621); output audio_codes: 38 integer elements differ from the reference (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/audio/xcodec2.yaml) (max abs error 8.000e1; worst at flat index 23: got 165, expected 245)"
+        "known issue: xcodec2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row (of 1 [model-specs/evidence/xcodec2.yaml]"
     );
 }
 /// xcodec2 on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated audio::xcodec2::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
 }

@@ -4,16 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::auraflow_transformer_2d::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: auraflow_transformer_2d on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: run 1795884911-20970 on vm, 2026-11-28T16:55:11Z): output sample: relative L2 error 0.0986, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/auraflow_transformer_2d.yaml) (max abs error 8.687e-2; worst at flat index 89: got 0.8790191411972046, expected 0.7921465039253235)"
+        "known issue: auraflow_transformer_2d on webnn with browser: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output sample: relative L2 error …, above … (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/auraflow_transformer_2d.yaml]"
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: auraflow_transformer_2d on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795884911-20970 on vm, 2026-11-28T16:55:13Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.time_step_proj.linear_1.bias_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-28 16:55:13.925994 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [915] name: [/model/Einsum_output_0_DequantizeLinear] supported: [1] | 2026-11-28 16:55:13.926089 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [920] name: [/model/Reshape_1] supported: [1] | 2026-11-28 16:55:13.926184 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [921] name: [sample_QuantizeLinear] supported: [1] | 2026-11-28 16:55:13.926289 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [922] name: [sample_DequantizeLinear] supported: [1] | \u{1b}[0;93m2026-11-28 16:55:13.929869 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 5 number of nodes in the graph: 635 number of nodes supported by WebNN: 631\u{1b}[m)"
+        "known issue: auraflow_transformer_2d on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.time_step_proj.linear_1.bias_DequantizeLinear] The… [model-specs/evidence/auraflow_transformer_2d.yaml]"
     );
 }

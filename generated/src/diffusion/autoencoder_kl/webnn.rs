@@ -4,17 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
+        gate_webnn
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: autoencoder_kl on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795884911-20970 on vm, 2026-11-28T16:56:16Z): component decoder: onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [module.conv_in.bias_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-28 16:56:16.755110 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [542] name: [/module/conv_act/Mul_output_0_DequantizeLinear] supported: [1] | 2026-11-28 16:56:16.755215 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Conv] index: [543] name: [/module/conv_out/Conv] supported: [1] | 2026-11-28 16:56:16.755320 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [544] name: [output_QuantizeLinear] supported: [1] | 2026-11-28 16:56:16.767584 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [545] name: [output_DequantizeLinear] supported: [1] | 2026-11-28 16:56:16.773870 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 440 number of nodes supported by WebNN: 440)"
+        "known issue: autoencoder_kl on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): component decoder: onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [module.conv_in.bias_DequantizeLinear]… [model-specs/evidence/autoencoder_kl.yaml]"
     );
 }

@@ -4,29 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_cogvideox::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: autoencoder_kl_cogvideox on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:33Z): output sample_output: relative L2 error 0.1104, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_cogvideox.yaml) (max abs error 2.871e-2; worst at flat index 3107: got -0.017788566648960114, expected 0.010918116196990013)"
+        "known issue: autoencoder_kl_cogvideox on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output sample_output: relative L2 error …, above … (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/autoencoder_kl_cogvideox.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: autoencoder_kl_cogvideox on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:31Z): output sample_output: cosine similarity 0.9794 in its worst row (of 1; mean 0.9794), below 0.98; relative L2 error 0.2026, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/autoencoder_kl_cogvideox.yaml) (max abs error 3.532e-2; worst at flat index 5211: got 0.04641684144735336, expected 0.0817318707704544)"
+        "known issue: autoencoder_kl_cogvideox on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output sample_output: cosine similarity … in its worst row (of 1 [model-specs/evidence/autoencoder_kl_cogvideox.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "unsupported: autoencoder_kl_cogvideox on cpu with onnxruntime: q4_matches_reference does not apply (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:40:31Z): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its convolutions and Gemms stay float32)"
+        "unsupported: autoencoder_kl_cogvideox on cpu with onnxruntime: q4_matches_reference does not apply (does-not-apply): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its… [model-specs/evidence/autoencoder_kl_cogvideox.yaml]"
     );
 }
 /// autoencoder_kl_cogvideox on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_cogvideox::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
 }

@@ -4,17 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_bria_fibo2::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
+        gate_webnn
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: transformer_bria_fibo2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:42:29Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.t_embedder.mlp.0.bias_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-27 20:42:29.185714 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [1856] name: [permute_25_DequantizeLinear] supported: [1] | 2026-11-27 20:42:29.186009 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [1857] name: [node_Reshape_1229] supported: [1] | 2026-11-27 20:42:29.186334 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [1858] name: [sample_QuantizeLinear] supported: [1] | 2026-11-27 20:42:29.189139 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [1859] name: [sample_DequantizeLinear] supported: [1] | \u{1b}[0;93m2026-11-27 20:42:29.202670 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 3 number of nodes in the graph: 1804 number of nodes supported by WebNN: 1802\u{1b}[m)"
+        "known issue: transformer_bria_fibo2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.t_embedder.mlp.0.bias_DequantizeLinear] The shape… [model-specs/evidence/transformer_bria_fibo2.yaml]"
     );
 }

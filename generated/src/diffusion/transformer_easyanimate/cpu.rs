@@ -4,30 +4,33 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_easyanimate::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: transformer_easyanimate on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:41:10Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8)"
+        "known issue: transformer_easyanimate on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (export-failed): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8) [model-specs/evidence/transformer_easyanimate.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: transformer_easyanimate on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:41:10Z): the exporter could not make the int8_avx2 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8)"
+        "known issue: transformer_easyanimate on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (export-failed): the exporter could not make the int8_avx2 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (8) [model-specs/evidence/transformer_easyanimate.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
-        =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
     );
 }
-/// transformer_easyanimate on cpu with libtorch, device cpu: known-issue (transformer_easyanimate on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:24Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; transformer_easyanimate on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:24Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; transformer_easyanimate on cpu with libtorch: runs failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:24Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method).
+/// transformer_easyanimate on cpu with libtorch, device cpu: known-issue (transformer_easyanimate on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/transformer_easyanimate.yaml]; transformer_easyanimate on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/transformer_easyanimate.yaml]).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_easyanimate::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, ignore =
-        "known issue: transformer_easyanimate on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:24Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; transformer_easyanimate on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:24Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; transformer_easyanimate on cpu with libtorch: runs failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:06:24Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method"
+    runtime::check_test!(
+        runs, super::super::cells::CPU_TORCH, ignore =
+        "known issue: transformer_easyanimate on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/transformer_easyanimate.yaml]"
+    );
+    runtime::check_test!(
+        matches_reference, super::super::cells::CPU_TORCH, ignore =
+        "known issue: transformer_easyanimate on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/transformer_easyanimate.yaml]"
+    );
+    runtime::check_test!(
+        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+        "known issue: transformer_easyanimate on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/transformer_easyanimate.yaml]"
     );
 }

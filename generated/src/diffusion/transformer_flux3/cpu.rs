@@ -4,30 +4,22 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_flux3::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: transformer_flux3 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:41:10Z): cannot load <fixtures>/transformer_flux3/model.int8.onnx: Load model from <fixtures>/transformer_flux3/model.int8.onnx failed:Node (node_linear_2_MatMul_quant) Op (MatMulInteger) [ShapeInferenceError] Incompatible dimensions for matrix multiplication"
+        "known issue: transformer_flux3 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (model-load): cannot load <fixtures>/transformer_flux3/model.int8.onnx: Load model from <fixtures>/transformer_flux3/model.int8.onnx failed:Node (node_linear_2_MatMul_quant)… [model-specs/evidence/transformer_flux3.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: transformer_flux3 on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:41:10Z): cannot load <fixtures>/transformer_flux3/model.int8_avx2.onnx: Load model from <fixtures>/transformer_flux3/model.int8_avx2.onnx failed:Node (node_linear_2_MatMul_quant) Op (MatMulInteger) [ShapeInferenceError] Incompatible dimensions for matrix multiplication"
+        "known issue: transformer_flux3 on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (model-load): cannot load <fixtures>/transformer_flux3/model.int8_avx2.onnx: Load model from <fixtures>/transformer_flux3/model.int8_avx2.onnx failed:Node… [model-specs/evidence/transformer_flux3.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
-        =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
     );
 }
 /// transformer_flux3 on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_flux3::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
 }

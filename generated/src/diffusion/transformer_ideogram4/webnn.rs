@@ -4,17 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_ideogram4::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
+        gate_webnn
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: transformer_ideogram4 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795825081-4797 on vm, 2026-11-28T00:18:03Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.t_embedding.mlp_in.bias_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-28 00:18:03.824410 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [867] name: [sample_QuantizeLinear] supported: [1] | 2026-11-28 00:18:03.824515 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [868] name: [sample_DequantizeLinear] supported: [1] | 2026-11-28 00:18:03.830189 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [890] name: [Transpose_token_20] supported: [1] | 2026-11-28 00:18:03.833540 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [896] name: [Transpose_token_26] supported: [1] | 2026-11-28 00:18:03.843770 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 848 number of nodes supported by WebNN: 848)"
+        "known issue: transformer_ideogram4 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.t_embedding.mlp_in.bias_DequantizeLinear] The shape… [model-specs/evidence/transformer_ideogram4.yaml]"
     );
 }

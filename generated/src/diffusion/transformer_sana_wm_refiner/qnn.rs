@@ -4,17 +4,12 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_sana_wm_refiner::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: transformer_sana_wm_refiner on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795788467-7784 on vm, 2026-11-27T14:08:11Z): output sample: cosine similarity 0.7267 in its worst row (of 1; mean 0.7267), below 0.98; relative L2 error 0.7408, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/diffusion/transformer_sana_wm_refiner.yaml) (max abs error 1.422e0; worst at flat index 30: got -0.4479677677154541, expected -1.869667410850525)"
+        "known issue: transformer_sana_wm_refiner on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output sample: cosine similarity … in its worst row (of 1 [model-specs/evidence/transformer_sana_wm_refiner.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
     );
 }

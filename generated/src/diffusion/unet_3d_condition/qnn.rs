@@ -4,17 +4,12 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::unet_3d_condition::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: unet_3d_condition on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:13:31Z): not every node ran on QNNExecutionProvider: QLinearAdd ×8 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24 nodes (59%), 649 µs (0%); QNNExecutionProvider: 17 nodes (41%), 3046414 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/diffusion/unet_3d_condition.yaml only if it may run off QNNExecutionProvider, with the reason"
+        "known issue: unet_3d_condition on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: QLinearAdd ×8 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran… [model-specs/evidence/unet_3d_condition.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
     );
 }

@@ -4,20 +4,17 @@
 ///
 /// Select this cell with `cargo test -p generated encoder_decoders::fsmt::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: fsmt on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:22:08Z): not every node ran on QNNExecutionProvider: Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 24 µs (0%); QNNExecutionProvider: 2 nodes (67%), 37190 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/fsmt.yaml only if it may run off QNNExecutionProvider, with the reason"
+        "known issue: fsmt on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 24 µs (0%) [model-specs/evidence/fsmt.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: fsmt on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:22:06Z): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (67%), 44 µs (0%); QNNExecutionProvider: 1 nodes (33%), 18140 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/fsmt.yaml only if it may run off QNNExecutionProvider, with the reason"
+        "known issue: fsmt on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes… [model-specs/evidence/fsmt.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "not tested here: fsmt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384"
+        "not tested here: fsmt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384 [model-specs/evidence/fsmt.yaml]"
     );
 }

@@ -4,22 +4,14 @@
 ///
 /// Select this cell with `cargo test -p generated encoder_decoders::mbart::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
+        gate_webnn
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, gate =
+        gate_webnn
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
-    runtime::generation_test!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::generation_test!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
 }

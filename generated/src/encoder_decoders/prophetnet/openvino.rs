@@ -4,40 +4,31 @@
 ///
 /// Select this cell with `cargo test -p generated encoder_decoders::prophetnet::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, features =
-        ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
+        gate_openvino
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, ignore =
-        "known issue: prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)"
+        "known issue: prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs … + rel … (max abs error …) [model-specs/evidence/prophetnet.yaml]"
     );
 }
 /// prophetnet on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated encoder_decoders::prophetnet::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
+    runtime::precision_test!(
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
+        gate_openvino
     );
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
+        gate_openvino
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_OV, ignore =
-        "known issue: prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)"
+        "known issue: prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs … + rel … (max abs error …) [model-specs/evidence/prophetnet.yaml]"
     );
 }

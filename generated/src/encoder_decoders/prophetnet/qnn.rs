@@ -4,20 +4,17 @@
 ///
 /// Select this cell with `cargo test -p generated encoder_decoders::prophetnet::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: prophetnet on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:23:47Z): not every node ran on QNNExecutionProvider: Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 18 µs (0%); QNNExecutionProvider: 2 nodes (67%), 39668 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/encoder_decoders/prophetnet.yaml only if it may run off QNNExecutionProvider, with the reason"
+        "known issue: prophetnet on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 18 µs (0%) [model-specs/evidence/prophetnet.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: prophetnet on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:23:44Z): cannot load <fixtures>/prophetnet/model.fp16.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002"
+        "known issue: prophetnet on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/prophetnet/model.fp16.onnx: Failed to finalize QNN graph [model-specs/evidence/prophetnet.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 4.791e-01); dynamo exporter: ConversionError: Failed to decompose the FX graph for ONNX compatibility. This is step 2/3 of exporting the model to ONNX. (cause: RuntimeError: Cannot find a compatible OpOverload for aten.sub with the provided arguments. Tried overloads:)"
+        "known issue: prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs … + rel … (max abs error …) [model-specs/evidence/prophetnet.yaml]"
     );
 }

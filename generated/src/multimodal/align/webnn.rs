@@ -4,17 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::align::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
+        gate_webnn
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: align on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795885010-23496 on vm, 2026-11-28T16:57:57Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.text_model.encoder.layer.0.intermediate.dense.bias0_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-28 16:57:57.866739 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [1102] name: [/model/Transpose_1] supported: [1] | 2026-11-28 16:57:57.868403 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [1103] name: [logits_per_image_QuantizeLinear] supported: [1] | 2026-11-28 16:57:57.868523 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [1104] name: [logits_per_image_DequantizeLinear] supported: [1] | 2026-11-28 16:57:57.868648 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [1105] name: [/model/text_model/Reshape_new_reshape] supported: [1] | \u{1b}[0;93m2026-11-28 16:57:57.878824 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 3 number of nodes in the graph: 1059 number of nodes supported by WebNN: 1057\u{1b}[m)"
+        "known issue: align on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder'… [model-specs/evidence/align.yaml]"
     );
 }

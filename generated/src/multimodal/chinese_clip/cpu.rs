@@ -4,30 +4,22 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::chinese_clip::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: chinese_clip on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:41:51Z): output logits_per_text: top-1 agreement 0.5000, below 0.85 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/chinese_clip.yaml) (max abs error 4.764e-2; worst at flat index 1: got -0.2136349081993103, expected -0.16599790751934052)"
+        "known issue: chinese_clip on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_text: top-1 agreement …, below … (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/chinese_clip.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: chinese_clip on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:41:51Z): output logits_per_text: top-1 agreement 0.5000, below 0.85 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/chinese_clip.yaml) (max abs error 6.558e-2; worst at flat index 3: got 3.4780805110931396, expected 3.4125053882598877)"
+        "known issue: chinese_clip on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_text: top-1 agreement …, below … (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/chinese_clip.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
-        =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
     );
 }
 /// chinese_clip on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated multimodal::chinese_clip::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
 }

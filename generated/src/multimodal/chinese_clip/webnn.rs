@@ -4,17 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::chinese_clip::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
+        gate_webnn
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: chinese_clip on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795885010-23496 on vm, 2026-11-28T17:01:22Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.text_model.embeddings.LayerNorm.bias0_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-28 17:01:22.877993 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [583] name: [/model/Transpose_1] supported: [1] | 2026-11-28 17:01:22.882638 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [584] name: [logits_per_image_QuantizeLinear] supported: [1] | 2026-11-28 17:01:22.883968 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [585] name: [logits_per_image_DequantizeLinear] supported: [1] | 2026-11-28 17:01:22.884348 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [586] name: [/model/text_model/Reshape_new_reshape] supported: [1] | 2026-11-28 17:01:22.890833 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 516 number of nodes supported by WebNN: 516)"
+        "known issue: chinese_clip on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder'… [model-specs/evidence/chinese_clip.yaml]"
     );
 }

@@ -4,42 +4,36 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::clipseg::webgpu::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
-        "not tested here: clipseg on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795885010-23496 on vm, 2026-11-28T17:01:49Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-28 17:01:49.368700 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-28 17:01:49.408435 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 17:01:49.424590 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 17:01:49.476364 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (1536, 1, 1) | 2026-11-28 17:01:49.490425 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)"
+        "not tested here: clipseg on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/clipseg.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
-        "known issue: clipseg on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: run 1795885010-23496 on vm, 2026-11-28T17:02:03Z): output logits_per_image: cosine similarity 0.9399 in its worst row (of 2; mean 0.9607), below 0.95; relative L2 error 0.3175, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clipseg.yaml) (max abs error 4.293e-1; worst at flat index 3: got 0.7751460671424866, expected 1.2044215202331543); output logits_per_text: relative L2 error 0.3175, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clipseg.yaml) (max abs error 4.293e-1; worst at flat index 3: got 0.7751460671424866, expected 1.2044215202331543)"
+        "known issue: clipseg on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row (of 2 [model-specs/evidence/clipseg.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "not tested here: clipseg on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795885010-23496 on vm, 2026-11-28T17:02:03Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-28 17:02:03.333234 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-28 17:02:03.374744 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 17:02:03.392545 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 17:02:03.410569 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (1536, 1, 1) | 2026-11-28 17:02:03.428214 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)"
+        "not tested here: clipseg on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/clipseg.yaml]"
     );
 }
 /// clipseg on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated multimodal::clipseg::webgpu::native::`.
 mod native {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: clipseg on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:01Z): ONNX Runtime run failed: Non-zero status code returned while running Resize node. Name:'/model/vision_model/embeddings/Resize' Status Message: absl::container_internal::raw_hash_map<>::at"
+        "known issue: clipseg on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Resize node [model-specs/evidence/clipseg.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: clipseg on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:01Z): output logits_per_image: cosine similarity 0.9399 in its worst row (of 2; mean 0.9607), below 0.95; relative L2 error 0.3175, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clipseg.yaml) (max abs error 4.293e-1; worst at flat index 3: got 0.7751465439796448, expected 1.2044215202331543); output logits_per_text: relative L2 error 0.3175, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clipseg.yaml) (max abs error 4.293e-1; worst at flat index 3: got 0.7751465439796448, expected 1.2044215202331543)"
+        "known issue: clipseg on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row (of 2 [model-specs/evidence/clipseg.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: clipseg on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:01Z): ONNX Runtime run failed: Non-zero status code returned while running Resize node. Name:'/model/vision_model/embeddings/Resize' Status Message: absl::container_internal::raw_hash_map<>::at"
+        "known issue: clipseg on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Resize node [model-specs/evidence/clipseg.yaml]"
     );
 }
 /// clipseg on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
@@ -47,23 +41,19 @@ mod native {
 /// Select this cell with `cargo test -p generated multimodal::clipseg::webgpu::firefox::`.
 mod firefox {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, gate =
+        gate_webgpu_firefox
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, gate =
+        gate_webgpu_firefox
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, gate =
+        gate_webgpu_firefox
     );
 }
 /// clipseg's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
@@ -71,28 +61,23 @@ mod firefox {
 /// Select these checks with `cargo test -p generated multimodal::clipseg::webgpu::wgpu::`.
 mod wgpu {
     runtime::quantization_test!(
-        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
-        features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        gate = gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, gate =
+        gate_webgpu_wgpu
     );
 }

@@ -4,30 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::clvp::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: clvp on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:28:04Z): cannot load <fixtures>/clvp/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
+        "known issue: clvp on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/clvp/model.int8.onnx: This is an invalid model [model-specs/evidence/clvp.yaml]"
     );
 }
 /// clvp on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated multimodal::clvp::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
+        gate_openvino
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: clvp on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:34:16Z): output speech_embeds: cosine similarity 0.8414 in its worst row (of 1; mean 0.8414), below 0.95; relative L2 error 0.5632, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 2.112e-1; worst at flat index 6: got -0.03725579380989075, expected 0.17389898002147675); output speech_model_output: cosine similarity 0.8756 in its worst row (of 1; mean 0.8756), below 0.95; relative L2 error 0.4991, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 3.183e-1; worst at flat index 6: got 0.1464974284172058, expected 0.46478837728500366)"
+        "known issue: clvp on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output speech_embeds: cosine similarity … in its worst row (of 1 [model-specs/evidence/clvp.yaml]"
     );
 }

@@ -4,43 +4,36 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::clvp::webgpu::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
-        "not tested here: clvp on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795885010-23496 on vm, 2026-11-28T17:02:16Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Cast node. Name:'graph_input_cast1' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it. (page log: 2026-11-28 17:02:16.401159 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 17:02:16.426404 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 17:02:16.470529 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-28 17:02:16.628299 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Cast[10]:1|1:2;:\" (10, 1, 1) | \u{1b}[1;31m2026-11-28 17:02:16.630529 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Cast node. Name:'graph_input_cast1' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.\u{1b}[m)"
+        "not tested here: clvp on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/clvp.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
-        "known issue: clvp on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: run 1795885010-23496 on vm, 2026-11-28T17:02:45Z): output text_embeds: cosine similarity 0.9384 in its worst row (of 1; mean 0.9384), below 0.95; relative L2 error 0.3509, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 1.449e-1; worst at flat index 0: got 0.25831571221351624, expected 0.11343235522508621); output speech_embeds: cosine similarity 0.8681 in its worst row (of 1; mean 0.8681), below 0.95; relative L2 error 0.5137, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 1.744e-1; worst at flat index 27: got -0.11813101172447205, expected 0.05622761696577072); output text_model_output: relative L2 error 0.2921, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 2.857e-1; worst at flat index 0: got -0.006541871465742588, expected 0.27918922901153564); output speech_model_output: cosine similarity 0.9219 in its worst row (of 1; mean 0.9219), below 0.95; relative L2 error 0.4015, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 2.386e-1; worst at flat index 20: got -0.747100293636322, expected -0.5084512829780579)"
+        "known issue: clvp on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output text_embeds: cosine similarity … in its worst row (of 1 [model-specs/evidence/clvp.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "not tested here: clvp on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795885010-23496 on vm, 2026-11-28T17:02:42Z): onnxruntime-web (webgpu) running the model: failed to call OrtRun(). ERROR_CODE: 1, ERROR_MESSAGE: Non-zero status code returned while running Cast node. Name:'graph_input_cast1' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it. (page log: 2026-11-28 17:02:41.999839 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 17:02:42.018864 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 17:02:42.043314 [I:onnxruntime:, inference_session.cc:3094 Initialize] Session successfully initialized. | 2026-11-28 17:02:42.178929 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Cast[10]:1|1:2;:\" (10, 1, 1) | \u{1b}[1;31m2026-11-28 17:02:42.193459 [E:onnxruntime:, sequential_executor.cc:671 ExecuteKernel] Non-zero status code returned while running Cast node. Name:'graph_input_cast1' Status Message: shader_helper.cc:416 GenerateSourceCode Program Cast requires f16 but the device does not support it.\u{1b}[m)"
+        "not tested here: clvp on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/clvp.yaml]"
     );
 }
 /// clvp on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated multimodal::clvp::webgpu::native::`.
 mod native {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, gate =
+        gate_webgpu
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: clvp on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:03Z): output text_embeds: cosine similarity 0.9384 in its worst row (of 1; mean 0.9384), below 0.95; relative L2 error 0.3509, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 1.449e-1; worst at flat index 0: got 0.25831568241119385, expected 0.11343235522508621); output speech_embeds: cosine similarity 0.8681 in its worst row (of 1; mean 0.8681), below 0.95; relative L2 error 0.5137, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 1.744e-1; worst at flat index 27: got -0.11813110113143921, expected 0.05622761696577072); output text_model_output: relative L2 error 0.2921, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 2.857e-1; worst at flat index 0: got -0.006541832350194454, expected 0.27918922901153564); output speech_model_output: cosine similarity 0.9219 in its worst row (of 1; mean 0.9219), below 0.95; relative L2 error 0.4015, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 2.386e-1; worst at flat index 20: got -0.7471005320549011, expected -0.5084512829780579)"
+        "known issue: clvp on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output text_embeds: cosine similarity … in its worst row (of 1 [model-specs/evidence/clvp.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: clvp on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:03Z): output text_embeds: cosine similarity 0.9389 in its worst row (of 1; mean 0.9389), below 0.95; relative L2 error 0.3496, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 1.444e-1; worst at flat index 0: got 0.2578125, expected 0.11343235522508621); output speech_embeds: cosine similarity 0.8677 in its worst row (of 1; mean 0.8677), below 0.95; relative L2 error 0.5144, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 1.745e-1; worst at flat index 27: got -0.11822509765625, expected 0.05622761696577072); output text_model_output: relative L2 error 0.2908, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 2.848e-1; worst at flat index 0: got -0.005615234375, expected 0.27918922901153564); output speech_model_output: cosine similarity 0.9217 in its worst row (of 1; mean 0.9217), below 0.95; relative L2 error 0.4018, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/clvp.yaml) (max abs error 2.372e-1; worst at flat index 20: got -0.74560546875, expected -0.5084512829780579)"
+        "known issue: clvp on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output text_embeds: cosine similarity … in its worst row (of 1 [model-specs/evidence/clvp.yaml]"
     );
 }
 /// clvp on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
@@ -48,23 +41,19 @@ mod native {
 /// Select this cell with `cargo test -p generated multimodal::clvp::webgpu::firefox::`.
 mod firefox {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, gate =
+        gate_webgpu_firefox
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, gate =
+        gate_webgpu_firefox
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, gate =
+        gate_webgpu_firefox
     );
 }
 /// clvp's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
@@ -72,28 +61,23 @@ mod firefox {
 /// Select these checks with `cargo test -p generated multimodal::clvp::webgpu::wgpu::`.
 mod wgpu {
     runtime::quantization_test!(
-        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
-        features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        gate = gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, gate =
+        gate_webgpu_wgpu
     );
 }

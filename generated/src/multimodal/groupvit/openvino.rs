@@ -4,30 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::groupvit::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: groupvit on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:28:08Z): cannot load <fixtures>/groupvit/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
+        "known issue: groupvit on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/groupvit/model.int8.onnx: This is an invalid model [model-specs/evidence/groupvit.yaml]"
     );
 }
 /// groupvit on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated multimodal::groupvit::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
+        gate_openvino
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: groupvit on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:34:21Z): output logits_per_image: cosine similarity -0.8803 in its worst row (of 2; mean 0.0598), below 0.95; relative L2 error 0.3303, above 0.25; top-1 agreement 0.5000, below 0.75 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.349e0; worst at flat index 3: got 0.3735858201980591, expected -0.9754020571708679); output logits_per_text: cosine similarity 0.9368 in its worst row (of 2; mean 0.9458), below 0.95; relative L2 error 0.3303, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.349e0; worst at flat index 3: got 0.3735858201980591, expected -0.9754020571708679); output image_embeds: cosine similarity 0.9319 in its worst row (of 2; mean 0.9475), below 0.95; relative L2 error 0.3240, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.287e-1; worst at flat index 23: got 0.23308108747005463, expected 0.361807256937027)"
+        "known issue: groupvit on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row (of 2 [model-specs/evidence/groupvit.yaml]"
     );
 }

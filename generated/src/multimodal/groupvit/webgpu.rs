@@ -4,43 +4,36 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::groupvit::webgpu::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
-        "not tested here: groupvit on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795885010-23496 on vm, 2026-11-28T17:06:10Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-28 17:06:10.681510 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-28 17:06:10.811075 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 17:06:10.855955 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 17:06:10.909705 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (384, 1, 1) | 2026-11-28 17:06:10.940104 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)"
+        "not tested here: groupvit on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/groupvit.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
-        "known issue: groupvit on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: run 1795885010-23496 on vm, 2026-11-28T17:06:25Z): output logits_per_image: cosine similarity -0.1149 in its worst row (of 2; mean 0.4308), below 0.95; relative L2 error 0.4536, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.536e0; worst at flat index 2: got 1.2496296167373657, expected -0.28643089532852173); output logits_per_text: cosine similarity 0.4572 in its worst row (of 2; mean 0.7203), below 0.95; relative L2 error 0.4536, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.536e0; worst at flat index 1: got 1.2496296167373657, expected -0.28643089532852173); output image_embeds: cosine similarity 0.9108 in its worst row (of 2; mean 0.9179), below 0.95; relative L2 error 0.4053, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.961e-1; worst at flat index 47: got -0.12322419136762619, expected 0.07286018133163452)"
+        "known issue: groupvit on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row (of 2 [model-specs/evidence/groupvit.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "not tested here: groupvit on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795885010-23496 on vm, 2026-11-28T17:06:18Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-28 17:06:18.533653 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-28 17:06:18.715973 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-28 17:06:18.741463 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-28 17:06:18.795229 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (384, 1, 1) | 2026-11-28 17:06:18.822028 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)"
+        "not tested here: groupvit on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/groupvit.yaml]"
     );
 }
 /// groupvit on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated multimodal::groupvit::webgpu::native::`.
 mod native {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, gate =
+        gate_webgpu
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: groupvit on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:13Z): output logits_per_image: cosine similarity -0.1149 in its worst row (of 2; mean 0.4308), below 0.95; relative L2 error 0.4536, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.536e0; worst at flat index 2: got 1.2496302127838135, expected -0.28643089532852173); output logits_per_text: cosine similarity 0.4572 in its worst row (of 2; mean 0.7203), below 0.95; relative L2 error 0.4536, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.536e0; worst at flat index 1: got 1.2496302127838135, expected -0.28643089532852173); output image_embeds: cosine similarity 0.9108 in its worst row (of 2; mean 0.9179), below 0.95; relative L2 error 0.4053, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.961e-1; worst at flat index 47: got -0.12322390079498291, expected 0.07286018133163452)"
+        "known issue: groupvit on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row (of 2 [model-specs/evidence/groupvit.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: groupvit on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:13Z): output logits_per_image: cosine similarity -0.1095 in its worst row (of 2; mean 0.4338), below 0.95; relative L2 error 0.4530, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.548e0; worst at flat index 2: got 1.26171875, expected -0.28643089532852173); output logits_per_text: cosine similarity 0.4597 in its worst row (of 2; mean 0.7217), below 0.95; relative L2 error 0.4530, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.548e0; worst at flat index 1: got 1.26171875, expected -0.28643089532852173); output image_embeds: cosine similarity 0.9113 in its worst row (of 2; mean 0.9177), below 0.95; relative L2 error 0.4057, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/groupvit.yaml) (max abs error 1.960e-1; worst at flat index 47: got -0.1231689453125, expected 0.07286018133163452)"
+        "known issue: groupvit on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row (of 2 [model-specs/evidence/groupvit.yaml]"
     );
 }
 /// groupvit on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
@@ -48,23 +41,19 @@ mod native {
 /// Select this cell with `cargo test -p generated multimodal::groupvit::webgpu::firefox::`.
 mod firefox {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, gate =
+        gate_webgpu_firefox
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, gate =
+        gate_webgpu_firefox
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, gate =
+        gate_webgpu_firefox
     );
 }
 /// groupvit's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
@@ -72,28 +61,23 @@ mod firefox {
 /// Select these checks with `cargo test -p generated multimodal::groupvit::webgpu::wgpu::`.
 mod wgpu {
     runtime::quantization_test!(
-        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
-        features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        gate = gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, gate =
+        gate_webgpu_wgpu
     );
 }

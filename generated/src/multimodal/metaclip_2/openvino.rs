@@ -4,30 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::metaclip_2::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: metaclip_2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:28:11Z): cannot load <fixtures>/metaclip_2/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
+        "known issue: metaclip_2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/metaclip_2/model.int8.onnx: This is an invalid model [model-specs/evidence/metaclip_2.yaml]"
     );
 }
 /// metaclip_2 on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated multimodal::metaclip_2::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
+        gate_openvino
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: metaclip_2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:34:22Z): output logits_per_image: relative L2 error 0.6413, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/metaclip_2.yaml) (max abs error 8.193e-1; worst at flat index 0: got -0.31848403811454773, expected -1.1377592086791992); output logits_per_text: cosine similarity 0.9381 in its worst row (of 2; mean 0.9582), below 0.95; relative L2 error 0.6413, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/metaclip_2.yaml) (max abs error 8.193e-1; worst at flat index 0: got -0.31848403811454773, expected -1.1377592086791992)"
+        "known issue: metaclip_2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: relative L2 error …, above … (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/metaclip_2.yaml]"
     );
 }

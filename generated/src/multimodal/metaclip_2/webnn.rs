@@ -4,17 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::metaclip_2::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
+        gate_webnn
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: metaclip_2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795885010-23496 on vm, 2026-11-28T17:08:41Z): output logits_per_image: relative L2 error 0.1276, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/metaclip_2.yaml) (max abs error 2.134e-1; worst at flat index 0: got -0.9243665933609009, expected -1.1377592086791992); output logits_per_text: relative L2 error 0.1276, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/metaclip_2.yaml) (max abs error 2.134e-1; worst at flat index 0: got -0.9243665933609009, expected -1.1377592086791992)"
+        "known issue: metaclip_2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: relative L2 error …, above … (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/metaclip_2.yaml]"
     );
 }

@@ -4,30 +4,22 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::mm_grounding_dino::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, features = ["cpu"],
-        off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, gate = gate_cpu
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: mm-grounding-dino on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:41:56Z): output last_hidden_state: cosine similarity 0.8664 in its worst row (of 2; mean 0.9332), below 0.98; relative L2 error 0.3655, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 1.229e0; worst at flat index 44: got 1.0420924425125122, expected -0.1868489533662796); output init_reference_points: cosine similarity 0.8669 in its worst row (of 1; mean 0.8669), below 0.98; relative L2 error 0.5696, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 7.500e-1; worst at flat index 5: got 0.96875, expected 0.2187500149011612); output intermediate_hidden_states: cosine similarity 0.8664 in its worst row (of 4; mean 0.9384), below 0.98; relative L2 error 0.3509, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 1.229e0; worst at flat index 108: got 1.0420924425125122, expected -0.1868489533662796); output intermediate_reference_points: cosine similarity 0.8669 in its worst row (of 1; mean 0.8669), below 0.98; relative L2 error 0.5696, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 7.500e-1; worst at flat index 5: got 0.96875, expected 0.2187500149011612); output encoder_pred_boxes: cosine similarity 0.8669 in its worst row (of 1; mean 0.8669), below 0.98; relative L2 error 0.5696, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 7.500e-1; worst at flat index 5: got 0.96875, expected 0.2187500149011612)"
+        "known issue: mm-grounding-dino on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 2 [model-specs/evidence/mm-grounding-dino.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: mm-grounding-dino on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:41:57Z): output last_hidden_state: cosine similarity 0.8602 in its worst row (of 2; mean 0.9285), below 0.95; relative L2 error 0.3781, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 1.243e0; worst at flat index 44: got 1.0566304922103882, expected -0.1868489533662796); output init_reference_points: cosine similarity 0.8669 in its worst row (of 1; mean 0.8669), below 0.95; relative L2 error 0.5696, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 7.500e-1; worst at flat index 5: got 0.96875, expected 0.2187500149011612); output intermediate_hidden_states: cosine similarity 0.8602 in its worst row (of 4; mean 0.9349), below 0.95; relative L2 error 0.3608, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 1.243e0; worst at flat index 108: got 1.0566304922103882, expected -0.1868489533662796); output intermediate_reference_points: cosine similarity 0.8669 in its worst row (of 1; mean 0.8669), below 0.95; relative L2 error 0.5696, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 7.500e-1; worst at flat index 5: got 0.96875, expected 0.2187500149011612); output encoder_pred_boxes: cosine similarity 0.8669 in its worst row (of 1; mean 0.8669), below 0.95; relative L2 error 0.5696, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 7.500e-1; worst at flat index 5: got 0.96875, expected 0.2187500149011612)"
+        "known issue: mm-grounding-dino on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 2 [model-specs/evidence/mm-grounding-dino.yaml]"
     );
 }
 /// mm-grounding-dino on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated multimodal::mm_grounding_dino::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
 }

@@ -4,42 +4,36 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::mm_grounding_dino::webgpu::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
-        "known issue: mm-grounding-dino on webgpu with browser: fp16_matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:08:05Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: This is an invalid model. Error: two nodes with same node name (convert_element_type_default_2_cast_to_fp32_node). (page log: 2026-11-28 00:08:05.525298 [V:onnxruntime:Default, webgpu_provider_factory.cc:338 ParseWebGpuContextConfig] WebGPU EP Dawn backend type: 0 | 2026-11-28 00:08:05.533848 [V:onnxruntime:Default, webgpu_context.cc:213 operator()] WebGPU EP Context is created for: Instance=0x97b8a0, Device=0x97b790. | 2026-11-28 00:08:05.544894 [I:onnxruntime:, inference_session.cc:764 TraceSessionOptions] Session Options {  execution_mode:0 execution_order:DEFAULT enable_profiling:0 optimized_model_filepath:\"\" enable_mem_pattern:0 enable_mem_reuse:1 enable_cpu_mem_arena:0 profile_file_prefix: session_logid: session_log_severity_level:0 session_log_verbosity_level:0 max_num_graph_transformation_steps:10 graph_optimization_level:4 intra_op_param:OrtThreadPoolParams { thread_pool_size: 0 auto_set_affinity: 0 allow_spinning: 1 spin_duration_us: -1 spin_backoff_max: 1 dynamic_block_base_: 0 stack_size: 0 affinity_str:  set_denormal_as_zero: 0 } inter_op_param:OrtThreadPoolParams { thread_pool_size: 0 auto_set_affinity: 0 allow_spinning: 1 spin_duration_us: -1 spin_backoff_max: 1 dynamic_block_base_: 0 stack_size: 0 affinity_str:  set_denormal_as_zero: 0 } use_per_session_threads:0 thread_pool_allow_spinning:1 use_deterministic_compute:0 ep_selection_policy:0 config_options: {   session.use_ort_model_bytes_directly: 1 } } | 2026-11-28 00:08:05.547088 [I:onnxruntime:, inference_session.cc:526 operator()] Flush-to-zero and denormal-as-zero are off | 2026-11-28 00:08:05.547363 [I:onnxruntime:, inference_session.cc:660 ConstructorCommon] Using global/env threadpools since use_per_session_threads_ is false)"
+        "known issue: mm-grounding-dino on webgpu with browser: fp16_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/mm-grounding-dino.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
-        "known issue: mm-grounding-dino on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:09:00Z): output last_hidden_state: cosine similarity 0.8602 in its worst row (of 2; mean 0.9285), below 0.95; relative L2 error 0.3781, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 1.243e0; worst at flat index 44: got 1.0566306114196777, expected -0.1868489533662796); output init_reference_points: cosine similarity 0.8669 in its worst row (of 1; mean 0.8669), below 0.95; relative L2 error 0.5696, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 7.500e-1; worst at flat index 5: got 0.96875, expected 0.2187500149011612); output intermediate_hidden_states: cosine similarity 0.8602 in its worst row (of 4; mean 0.9349), below 0.95; relative L2 error 0.3608, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 1.243e0; worst at flat index 108: got 1.0566306114196777, expected -0.1868489533662796); output intermediate_reference_points: cosine similarity 0.8669 in its worst row (of 1; mean 0.8669), below 0.95; relative L2 error 0.5696, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 7.500e-1; worst at flat index 5: got 0.96875, expected 0.2187500149011612); output encoder_pred_boxes: cosine similarity 0.8669 in its worst row (of 1; mean 0.8669), below 0.95; relative L2 error 0.5696, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 7.500e-1; worst at flat index 5: got 0.96875, expected 0.2187500149011612)"
+        "known issue: mm-grounding-dino on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 2 [model-specs/evidence/mm-grounding-dino.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "known issue: mm-grounding-dino on webgpu with browser: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795824349-28173 on vm, 2026-11-28T00:08:41Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: This is an invalid model. Error: two nodes with same node name (convert_element_type_default_2_cast_to_fp32_node). (page log: 2026-11-28 00:08:41.797673 [V:onnxruntime:Default, webgpu_provider_factory.cc:338 ParseWebGpuContextConfig] WebGPU EP Dawn backend type: 0 | 2026-11-28 00:08:41.815873 [V:onnxruntime:Default, webgpu_context.cc:213 operator()] WebGPU EP Context is created for: Instance=0x97b8a0, Device=0x97b790. | 2026-11-28 00:08:41.824528 [I:onnxruntime:, inference_session.cc:764 TraceSessionOptions] Session Options {  execution_mode:0 execution_order:DEFAULT enable_profiling:0 optimized_model_filepath:\"\" enable_mem_pattern:0 enable_mem_reuse:1 enable_cpu_mem_arena:0 profile_file_prefix: session_logid: session_log_severity_level:0 session_log_verbosity_level:0 max_num_graph_transformation_steps:10 graph_optimization_level:4 intra_op_param:OrtThreadPoolParams { thread_pool_size: 0 auto_set_affinity: 0 allow_spinning: 1 spin_duration_us: -1 spin_backoff_max: 1 dynamic_block_base_: 0 stack_size: 0 affinity_str:  set_denormal_as_zero: 0 } inter_op_param:OrtThreadPoolParams { thread_pool_size: 0 auto_set_affinity: 0 allow_spinning: 1 spin_duration_us: -1 spin_backoff_max: 1 dynamic_block_base_: 0 stack_size: 0 affinity_str:  set_denormal_as_zero: 0 } use_per_session_threads:0 thread_pool_allow_spinning:1 use_deterministic_compute:0 ep_selection_policy:0 config_options: {   session.use_ort_model_bytes_directly: 1 } } | 2026-11-28 00:08:41.825609 [I:onnxruntime:, inference_session.cc:526 operator()] Flush-to-zero and denormal-as-zero are off | 2026-11-28 00:08:41.826389 [I:onnxruntime:, inference_session.cc:660 ConstructorCommon] Using global/env threadpools since use_per_session_threads_ is false)"
+        "known issue: mm-grounding-dino on webgpu with browser: q4f16_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/mm-grounding-dino.yaml]"
     );
 }
 /// mm-grounding-dino on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated multimodal::mm_grounding_dino::webgpu::native::`.
 mod native {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: mm-grounding-dino on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:13Z): cannot load <fixtures>/mm-grounding-dino/model.fp16.onnx: Load model from <fixtures>/mm-grounding-dino/model.fp16.onnx failed:This is an invalid model. Error: two nodes with same node name (convert_element_type_default_2_cast_to_fp32_node)."
+        "known issue: mm-grounding-dino on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/mm-grounding-dino/model.fp16.onnx: Load model from <fixtures>/mm-grounding-dino/model.fp16.onnx failed:This is an invalid model [model-specs/evidence/mm-grounding-dino.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: mm-grounding-dino on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:14Z): output last_hidden_state: cosine similarity 0.8602 in its worst row (of 2; mean 0.9285), below 0.95; relative L2 error 0.3781, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 1.243e0; worst at flat index 44: got 1.0566303730010986, expected -0.1868489533662796); output init_reference_points: cosine similarity 0.8669 in its worst row (of 1; mean 0.8669), below 0.95; relative L2 error 0.5696, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 7.500e-1; worst at flat index 5: got 0.96875, expected 0.2187500149011612); output intermediate_hidden_states: cosine similarity 0.8602 in its worst row (of 4; mean 0.9349), below 0.95; relative L2 error 0.3608, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 1.243e0; worst at flat index 108: got 1.0566303730010986, expected -0.1868489533662796); output intermediate_reference_points: cosine similarity 0.8669 in its worst row (of 1; mean 0.8669), below 0.95; relative L2 error 0.5696, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 7.500e-1; worst at flat index 5: got 0.96875, expected 0.2187500149011612); output encoder_pred_boxes: cosine similarity 0.8669 in its worst row (of 1; mean 0.8669), below 0.95; relative L2 error 0.5696, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/mm-grounding-dino.yaml) (max abs error 7.500e-1; worst at flat index 5: got 0.96875, expected 0.2187500149011612)"
+        "known issue: mm-grounding-dino on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 2 [model-specs/evidence/mm-grounding-dino.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: mm-grounding-dino on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:18:14Z): cannot load <fixtures>/mm-grounding-dino/model.q4f16.onnx: Load model from <fixtures>/mm-grounding-dino/model.q4f16.onnx failed:This is an invalid model. Error: two nodes with same node name (convert_element_type_default_2_cast_to_fp32_node)."
+        "known issue: mm-grounding-dino on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/mm-grounding-dino/model.q4f16.onnx: Load model from <fixtures>/mm-grounding-dino/model.q4f16.onnx failed:This is an invalid model [model-specs/evidence/mm-grounding-dino.yaml]"
     );
 }
 /// mm-grounding-dino on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
@@ -47,23 +41,19 @@ mod native {
 /// Select this cell with `cargo test -p generated multimodal::mm_grounding_dino::webgpu::firefox::`.
 mod firefox {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, gate =
+        gate_webgpu_firefox
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, gate =
+        gate_webgpu_firefox
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, gate =
+        gate_webgpu_firefox
     );
 }
 /// mm-grounding-dino's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
@@ -71,28 +61,23 @@ mod firefox {
 /// Select these checks with `cargo test -p generated multimodal::mm_grounding_dino::webgpu::wgpu::`.
 mod wgpu {
     runtime::quantization_test!(
-        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
-        features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        gate = gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, gate =
+        gate_webgpu_wgpu
     );
 }

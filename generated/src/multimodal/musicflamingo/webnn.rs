@@ -4,22 +4,17 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::musicflamingo::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
+        gate_webnn
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, gate =
+        gate_webnn
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =
-        "not tested here: musicflamingo's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): AttributeError: 'MusicFlamingoCausalLMOutputWithPast' object has no attribute 'last_hidden_state'"
+        "not tested here: musicflamingo's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): AttributeError: 'MusicFlamingoCausalLMOutputWithPast' object has no attribute 'last_hidden_state' [model-specs/evidence/musicflamingo.yaml]"
     );
 }

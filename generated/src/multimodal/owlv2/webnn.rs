@@ -4,17 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::owlv2::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
+        gate_webnn
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: owlv2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795885010-23496 on vm, 2026-11-28T17:10:02Z): output text_embeds: relative L2 error 0.1099, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/multimodal/owlv2.yaml) (max abs error 4.888e-2; worst at flat index 21: got -0.30523577332496643, expected -0.2563600540161133)"
+        "known issue: owlv2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output text_embeds: relative L2 error …, above … (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/owlv2.yaml]"
     );
 }

@@ -4,17 +4,12 @@
 ///
 /// Select this cell with `cargo test -p generated speech_text::bark::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: bark on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795827901-9882 on vm, 2026-11-28T01:05:02Z): cannot load <fixtures>/bark/model.qdq8.onnx: Failed to compose Qnn graph."
+        "known issue: bark on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/bark/model.qdq8.onnx: Failed to compose Qnn graph [model-specs/evidence/bark.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
     );
 }

@@ -4,17 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated speech_text::whisper::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
+        gate_webnn
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: whisper on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T13:43:25Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.model.encoder.layers.0.self_attn.v_proj.bias1_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-27 13:43:25.704890 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [611] name: [layer_norm_11_DequantizeLinear] supported: [1] | 2026-11-27 13:43:25.705009 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [MatMul] index: [612] name: [node_linear_32] supported: [1] | 2026-11-27 13:43:25.705144 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [613] name: [logits_QuantizeLinear] supported: [1] | 2026-11-27 13:43:25.705280 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [614] name: [logits_DequantizeLinear] supported: [1] | 2026-11-27 13:43:25.732754 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 560 number of nodes supported by WebNN: 560)"
+        "known issue: whisper on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder'… [model-specs/evidence/whisper.yaml]"
     );
 }

@@ -4,26 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::afmoe::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::MPS_ONNX, features = ["mps"], off =
-        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
-    );
+    runtime::cell_tests!(super::super::cells::MPS_ONNX, gate = gate_mps);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, features = ["mps"],
-        off =
-        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, gate = gate_mps
     );
     runtime::generation_test!(
         super::super::cells::MPS_ONNX, ignore =
-        "known issue: afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)"
+        "known issue: afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs … + rel … (max abs error …) [model-specs/evidence/afmoe.yaml]"
     );
 }
 /// afmoe on mps with libtorch, device mps: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::afmoe::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::MPS_TORCH, features = ["mps", "torch"], off =
-        "mps or torch off: run `cargo test -p generated --features mps,torch` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::MPS_TORCH, gate = gate_mps_torch);
 }

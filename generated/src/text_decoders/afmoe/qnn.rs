@@ -4,21 +4,16 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::afmoe::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: afmoe on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795824213-26346 on vm, 2026-11-28T00:04:47Z): output last_hidden_state: cosine similarity 0.7328 in its worst row (of 8; mean 0.8698), below 0.98; relative L2 error 0.5096, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/afmoe.yaml) (max abs error 1.672e0; worst at flat index 174: got -0.9680707454681396, expected 0.703752875328064)"
+        "known issue: afmoe on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/afmoe.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02); dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error 9.923e-02)"
+        "known issue: afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs … + rel … (max abs error …) [model-specs/evidence/afmoe.yaml]"
     );
 }

@@ -4,26 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::axk2::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::MPS_ONNX, features = ["mps"], off =
-        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
-    );
+    runtime::cell_tests!(super::super::cells::MPS_ONNX, gate = gate_mps);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, features = ["mps"],
-        off =
-        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, gate = gate_mps
     );
     runtime::generation_test!(
         super::super::cells::MPS_ONNX, ignore =
-        "known issue: axk2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824166-24930 on vm, 2026-11-28T00:02:46Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: The size of tensor a (s50) must match the size of tensor b (s50 + s59) at non-singleton dimension 2))"
+        "known issue: axk2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2 [model-specs/evidence/axk2.yaml]"
     );
 }
 /// axk2 on mps with libtorch, device mps: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::axk2::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::MPS_TORCH, features = ["mps", "torch"], off =
-        "mps or torch off: run `cargo test -p generated --features mps,torch` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::MPS_TORCH, gate = gate_mps_torch);
 }

@@ -4,20 +4,17 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::beam::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: beam on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795801000-22641 on vm, 2026-11-27T17:36:53Z): output last_hidden_state: cosine similarity 0.5358 in its worst row (of 8; mean 0.7394), below 0.98; relative L2 error 0.7225, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/beam.yaml) (max abs error 2.512e0; worst at flat index 137: got 2.2416415214538574, expected -0.27055978775024414)"
+        "known issue: beam on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/beam.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: beam on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795801000-22641 on vm, 2026-11-27T17:36:49Z): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 33 µs (0%); QNNExecutionProvider: 2 nodes (67%), 47452 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/beam.yaml only if it may run off QNNExecutionProvider, with the reason"
+        "known issue: beam on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 33 µs (0%) [model-specs/evidence/beam.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: beam on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795801000-22641 on vm, 2026-11-27T17:36:51Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 721 of 2048 logits outside abs 0.04171580422640915 + rel 0, 1 of 2 rows with another top token (max abs error 3.497e-1; worst at flat index 1651: got -0.2507324516773224, expected 0.09891872107982635)"
+        "known issue: beam on qnn with onnxruntime: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 721 of 2048 logits outside abs … + rel… [model-specs/evidence/beam.yaml]"
     );
 }

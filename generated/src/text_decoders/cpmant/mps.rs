@@ -4,26 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::cpmant::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::MPS_ONNX, features = ["mps"], off =
-        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
-    );
+    runtime::cell_tests!(super::super::cells::MPS_ONNX, gate = gate_mps);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, features = ["mps"],
-        off =
-        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, gate = gate_mps
     );
     runtime::generation_test!(
         super::super::cells::MPS_ONNX, ignore =
-        "known issue: cpmant's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '119 defined in (%119 : Int(*, 1, *, strides=[47, 47, 1], requires_grad=0, device=cpu) = onnx::Unsqueeze(%context, %118), scope: generation.CachedDecoder::/transformers.models.cpmant.modeling_cpmant.CpmAntForCausalLM::model/transformers.models.cpmant.modeling_cpmant.CpmAntModel::cpmant # <cache>/venv/lib/python3.11/site-packages/transformers/models/cpmant/modeling_cpmant.py:561:0; dynamo exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Reshape node. Name:'node_view_3' Status Message: /onnxruntime_src/onnxruntime/core/providers/cpu/tensor/reshape_helper.h:91 onnxruntime::ReshapeHelper::ReshapeHelper(const onnxruntime::TensorShape&, onnxruntime::TensorShapeVector&, bool) input_shape_size == requested_shape_size was false. The input tensor cannot be reshaped to the requested shape. Input shape:{2,47}, requested shape:{2,1,38}"
+        "known issue: cpmant's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '119… [model-specs/evidence/cpmant.yaml]"
     );
 }
 /// cpmant on mps with libtorch, device mps: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::cpmant::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::MPS_TORCH, features = ["mps", "torch"], off =
-        "mps or torch off: run `cargo test -p generated --features mps,torch` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::MPS_TORCH, gate = gate_mps_torch);
 }

@@ -4,26 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::dbrx::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::ROCM_ONNX, features = ["rocm"], off =
-        "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
-    );
+    runtime::cell_tests!(super::super::cells::ROCM_ONNX, gate = gate_rocm);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, features =
-        ["rocm"], off =
-        "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
+        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, gate = gate_rocm
     );
     runtime::generation_test!(
         super::super::cells::ROCM_ONNX, ignore =
-        "known issue: dbrx's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node. Name:'/model/transformer/blocks.1/ffn/experts/Split' Status Message: Cannot split using values in 'split' attribute. Axis=0 Input shape={4,1} NumOutputs=2 Num entries in 'split' (must equal number of outputs) was 2 Sum of sizes in 'split' (must equal size of selected axis) was 2; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0))"
+        "known issue: dbrx's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Split node [model-specs/evidence/dbrx.yaml]"
     );
 }
 /// dbrx on rocm with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::dbrx::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::ROCM_TORCH, features = ["rocm", "torch"], off =
-        "rocm or torch off: run `cargo test -p generated --features rocm,torch` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::ROCM_TORCH, gate = gate_rocm_torch);
 }

@@ -4,36 +4,25 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::deepseek_v2::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
+    runtime::precision_test!(
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, gate = gate_cpu
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, features = ["cpu"],
-        off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, gate =
+        gate_cpu
     );
     runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, features =
-        ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
-        =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "known issue: deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)"
+        "known issue: deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported [model-specs/evidence/deepseek_v2.yaml]"
     );
 }
 /// deepseek_v2 on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::deepseek_v2::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
 }

@@ -4,40 +4,31 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::deepseek_v2::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, features =
-        ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
+        gate_openvino
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, ignore =
-        "known issue: deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)"
+        "known issue: deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported [model-specs/evidence/deepseek_v2.yaml]"
     );
 }
 /// deepseek_v2 on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::deepseek_v2::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
+    runtime::precision_test!(
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
+        gate_openvino
     );
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
+        gate_openvino
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_OV, ignore =
-        "known issue: deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)"
+        "known issue: deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported [model-specs/evidence/deepseek_v2.yaml]"
     );
 }

@@ -4,26 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::falcon_h1::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::MPS_ONNX, features = ["mps"], off =
-        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
-    );
+    runtime::cell_tests!(super::super::cells::MPS_ONNX, gate = gate_mps);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, features = ["mps"],
-        off =
-        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, gate = gate_mps
     );
     runtime::generation_test!(
         super::super::cells::MPS_ONNX, ignore =
-        "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model falcon_h1` derives it again): 4 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.recurrent_state: in the model's cache, not declared; past_key_values.1.conv_state: in the model's cache, not declared; past_key_values.1.recurrent_state: in the model's cache, not declared"
+        "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/falcon_h1.yaml]"
     );
 }
 /// falcon_h1 on mps with libtorch, device mps: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::falcon_h1::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::MPS_TORCH, features = ["mps", "torch"], off =
-        "mps or torch off: run `cargo test -p generated --features mps,torch` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::MPS_TORCH, gate = gate_mps_torch);
 }

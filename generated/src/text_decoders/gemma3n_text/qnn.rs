@@ -4,21 +4,16 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::gemma3n_text::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: gemma3n_text on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:26:10Z): output last_hidden_state: cosine similarity 0.4229 in its worst row (of 8; mean 0.7965), below 0.98; relative L2 error 0.6376, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma3n_text.yaml) (max abs error 2.361e0; worst at flat index 229: got 0.7486289739608765, expected -1.6127431392669678)"
+        "known issue: gemma3n_text on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/gemma3n_text.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: gemma3n_text on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:26:07Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 62 of 2048 logits outside abs 0.04108597976558102 + rel 0, 1 of 2 rows with another top token (max abs error 7.781e-2; worst at flat index 2022: got 0.0315551795065403, expected -0.04625452682375908)"
+        "known issue: gemma3n_text on qnn with onnxruntime: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 62 of 2048 logits outside abs … + rel 0… [model-specs/evidence/gemma3n_text.yaml]"
     );
 }

@@ -4,21 +4,16 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::gemma4_text::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: gemma4_text on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:26:19Z): output last_hidden_state: cosine similarity 0.1722 in its worst row (of 8; mean 0.5310), below 0.98; relative L2 error 0.9499, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/gemma4_text.yaml) (max abs error 3.222e0; worst at flat index 220: got -2.3364949226379395, expected 0.8857722878456116)"
+        "known issue: gemma4_text on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/gemma4_text.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: gemma4_text on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:26:16Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 483 of 2048 logits outside abs 0.04114540774746729 + rel 0, 1 of 2 rows with another top token (max abs error 2.499e-1; worst at flat index 1039: got -0.0715332105755806, expected -0.3214414715766907)"
+        "known issue: gemma4_text on qnn with onnxruntime: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 483 of 2048 logits outside abs … + rel… [model-specs/evidence/gemma4_text.yaml]"
     );
 }

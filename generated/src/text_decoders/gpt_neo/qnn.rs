@@ -4,21 +4,16 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::gpt_neo::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: gpt_neo on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:26:52Z): cannot load <fixtures>/gpt_neo/model.qdq8.onnx: Failed to compose Qnn graph."
+        "known issue: gpt_neo on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/gpt_neo/model.qdq8.onnx: Failed to compose Qnn graph [model-specs/evidence/gpt_neo.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: gpt_neo on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:26:51Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 16 of 2048 logits outside abs 0.04760037099454167 + rel 0, 0 of 2 rows with another top token (max abs error 6.975e-2; worst at flat index 1133: got -0.1527099758386612, expected -0.0829600840806961)"
+        "known issue: gpt_neo on qnn with onnxruntime: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 16 of 2048 logits outside abs … + rel 0… [model-specs/evidence/gpt_neo.yaml]"
     );
 }

@@ -4,22 +4,17 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::gptj::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
+        gate_webnn
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, gate =
+        gate_webnn
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =
-        "known issue: gptj on webnn with browser: generates failed: the engine or its provider (evidence: run 1795950216-8885 on vm, 2026-11-29T11:06:05Z): step 0 (decoder): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed to execute 'build' on 'MLGraphBuilder': gatherElements only supports constant indices. (page log: 2026-11-29 11:06:05.124485 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gemm] index: [325] name: [/model/lm_head/MatMul/MatMulAddFusion] supported: [1] | 2026-11-29 11:06:05.124650 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [326] name: [/model/transformer/Reshape_new_reshape] supported: [1] | 2026-11-29 11:06:05.124805 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [327] name: [/model/transformer/Reshape_3_new_reshape] supported: [1] | 2026-11-29 11:06:05.132720 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 151 number of nodes supported by WebNN: 151 | unhandled rejection: NotSupportedError: Failed to execute 'build' on 'MLGraphBuilder': gatherElements only supports constant indices.)"
+        "known issue: gptj on webnn with browser: generates failed: the engine or its provider (model-load): step 0 (decoder): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/gptj.yaml]"
     );
 }

@@ -4,38 +4,36 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::granite_swa::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, features =
-        ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
+        gate_openvino
     );
-    runtime::generation_test!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::generation_test!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
 }
-/// granite_swa on openvino with OpenVINO runtime, device CPU: known-issue (granite_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:01Z): output last_hidden_state: 819 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.571e-1; worst at flat index 437: got 0.15910078585147858, expected -0.49800458550453186); granite_swa on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:01Z): output last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 6.181e-1; worst at flat index 28: got -0.031245749443769455, expected 0.5868878960609436)).
+/// granite_swa on openvino with OpenVINO runtime, device CPU: known-issue (granite_swa on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 256 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/granite_swa.yaml]).
 ///
 /// Select this cell with `cargo test -p generated text_decoders::granite_swa::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, ignore =
-        "known issue: granite_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:01Z): output last_hidden_state: 819 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.571e-1; worst at flat index 437: got 0.15910078585147858, expected -0.49800458550453186); granite_swa on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:01Z): output last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 6.181e-1; worst at flat index 28: got -0.031245749443769455, expected 0.5868878960609436)"
+    runtime::check_test!(runs, super::super::cells::OPENVINO_OV, gate = gate_openvino);
+    runtime::check_test!(
+        matches_reference, super::super::cells::OPENVINO_OV, ignore =
+        "known issue: granite_swa on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 256 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/granite_swa.yaml]"
+    );
+    runtime::check_test!(
+        dynamic_shapes, super::super::cells::OPENVINO_OV, ignore =
+        "known issue: granite_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 819 of 832 elements outside abs … + rel … (max abs error … [model-specs/evidence/granite_swa.yaml]"
     );
     runtime::precision_test!(
         nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: granite_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:01Z): output last_hidden_state: 819 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.571e-1; worst at flat index 437: got 0.15910078585147858, expected -0.49800458550453186); granite_swa on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:01Z): output last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 6.181e-1; worst at flat index 28: got -0.031245749443769455, expected 0.5868878960609436)"
+        "known issue: granite_swa on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 256 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/granite_swa.yaml]"
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: granite_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:01Z): output last_hidden_state: 819 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 6.571e-1; worst at flat index 437: got 0.15910078585147858, expected -0.49800458550453186); granite_swa on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:01Z): output last_hidden_state: 256 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 6.181e-1; worst at flat index 28: got -0.031245749443769455, expected 0.5868878960609436)"
+        "known issue: granite_swa on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 256 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/granite_swa.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_OV, ignore =
-        "known issue: granite_swa on openvino with openvino: generates failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:01Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 2023 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 6.236e-2; worst at flat index 1895: got -0.1345052868127823, expected -0.07214900851249695)"
+        "known issue: granite_swa on openvino with openvino: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 2023 of 2048 logits outside abs … + rel… [model-specs/evidence/granite_swa.yaml]"
     );
 }

@@ -4,38 +4,36 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::granitemoe_swa::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, features =
-        ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
+        gate_openvino
     );
-    runtime::generation_test!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::generation_test!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
 }
-/// granitemoe_swa on openvino with OpenVINO runtime, device CPU: known-issue (granitemoe_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:02Z): output last_hidden_state: 827 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.127e0; worst at flat index 5: got -1.2113275527954102, expected -2.33811354637146); granitemoe_swa on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:02Z): output last_hidden_state: 252 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.772e-1; worst at flat index 27: got -0.6054340600967407, expected -0.02825116738677025)).
+/// granitemoe_swa on openvino with OpenVINO runtime, device CPU: known-issue (granitemoe_swa on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 252 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/granitemoe_swa.yaml]).
 ///
 /// Select this cell with `cargo test -p generated text_decoders::granitemoe_swa::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, ignore =
-        "known issue: granitemoe_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:02Z): output last_hidden_state: 827 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.127e0; worst at flat index 5: got -1.2113275527954102, expected -2.33811354637146); granitemoe_swa on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:02Z): output last_hidden_state: 252 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.772e-1; worst at flat index 27: got -0.6054340600967407, expected -0.02825116738677025)"
+    runtime::check_test!(runs, super::super::cells::OPENVINO_OV, gate = gate_openvino);
+    runtime::check_test!(
+        matches_reference, super::super::cells::OPENVINO_OV, ignore =
+        "known issue: granitemoe_swa on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 252 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/granitemoe_swa.yaml]"
+    );
+    runtime::check_test!(
+        dynamic_shapes, super::super::cells::OPENVINO_OV, ignore =
+        "known issue: granitemoe_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 827 of 832 elements outside abs … + rel … (max abs error … [model-specs/evidence/granitemoe_swa.yaml]"
     );
     runtime::precision_test!(
         nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: granitemoe_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:02Z): output last_hidden_state: 827 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.127e0; worst at flat index 5: got -1.2113275527954102, expected -2.33811354637146); granitemoe_swa on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:02Z): output last_hidden_state: 252 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.772e-1; worst at flat index 27: got -0.6054340600967407, expected -0.02825116738677025)"
+        "known issue: granitemoe_swa on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 252 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/granitemoe_swa.yaml]"
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: granitemoe_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:02Z): output last_hidden_state: 827 of 832 elements outside abs 0.0001 + rel 0.001 (max abs error 1.127e0; worst at flat index 5: got -1.2113275527954102, expected -2.33811354637146); granitemoe_swa on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:02Z): output last_hidden_state: 252 of 256 elements outside abs 0.0001 + rel 0.001 (max abs error 5.772e-1; worst at flat index 27: got -0.6054340600967407, expected -0.02825116738677025)"
+        "known issue: granitemoe_swa on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 252 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/granitemoe_swa.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_OV, ignore =
-        "known issue: granitemoe_swa on openvino with openvino: generates failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:25:02Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 2011 of 2048 logits outside abs 0.0001 + rel 0.001, 0 of 2 rows with another top token (max abs error 3.728e-2; worst at flat index 1061: got -0.1533898264169693, expected -0.11611449718475342)"
+        "known issue: granitemoe_swa on openvino with openvino: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 2011 of 2048 logits outside abs … + rel… [model-specs/evidence/granitemoe_swa.yaml]"
     );
 }

@@ -4,26 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::helium::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::ROCM_ONNX, features = ["rocm"], off =
-        "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
-    );
+    runtime::cell_tests!(super::super::cells::ROCM_ONNX, gate = gate_rocm);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, features =
-        ["rocm"], off =
-        "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
+        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, gate = gate_rocm
     );
     runtime::generation_test!(
         super::super::cells::ROCM_ONNX, ignore =
-        "known issue: helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank; dynamo exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 1024 of 2048 elements outside abs 0.0001 + rel 0.001 (max abs error nan)"
+        "known issue: helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank [model-specs/evidence/helium.yaml]"
     );
 }
 /// helium on rocm with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::helium::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::ROCM_TORCH, features = ["rocm", "torch"], off =
-        "rocm or torch off: run `cargo test -p generated --features rocm,torch` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::ROCM_TORCH, gate = gate_rocm_torch);
 }

@@ -4,26 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::inkling2_text::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::MPS_ONNX, features = ["mps"], off =
-        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
-    );
+    runtime::cell_tests!(super::super::cells::MPS_ONNX, gate = gate_mps);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, features = ["mps"],
-        off =
-        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, gate = gate_mps
     );
     runtime::generation_test!(
         super::super::cells::MPS_ONNX, ignore =
-        "known issue: inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795824864-27897 on vm, 2026-11-28T00:14:37Z): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: AssertionError: 6 not in VR[1023, 1023])"
+        "known issue: inkling2_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3 [model-specs/evidence/inkling2_text.yaml]"
     );
 }
 /// inkling2_text on mps with libtorch, device mps: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::inkling2_text::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::MPS_TORCH, features = ["mps", "torch"], off =
-        "mps or torch off: run `cargo test -p generated --features mps,torch` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::MPS_TORCH, gate = gate_mps_torch);
 }

@@ -4,34 +4,26 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::inkling_text::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: inkling_text on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:43:08Z): ONNX Runtime run failed: Non-zero status code returned while running MatMulIntegerToFloat node. Name:'/model/layers.0/mlp/shared_experts/MatMul_quant' Status Message: /onnxruntime_src/onnxruntime/contrib_ops/cpu/quantization/dynamic_quantize_matmul.cc:97 onnxruntime::common::Status onnxruntime::contrib::MatMulIntegerToFloatBase::ComputeCommon(onnxruntime::OpKernelContext*, const uint8_t*, const onnxruntime::TensorShape&, float, uint8_t, bool, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*) const IsBQuantParamSupported(b_zp_constant_tensor->Shape(), b_tensor ? b_tensor->Shape() : b_shape_) was false. MatmulInteger : b zero point is not valid\n"
+        "known issue: inkling_text on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running MatMulIntegerToFloat node [model-specs/evidence/inkling_text.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: inkling_text on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:43:08Z): ONNX Runtime run failed: Non-zero status code returned while running MatMulIntegerToFloat node. Name:'/model/layers.0/mlp/shared_experts/MatMul_quant' Status Message: /onnxruntime_src/onnxruntime/contrib_ops/cpu/quantization/dynamic_quantize_matmul.cc:97 onnxruntime::common::Status onnxruntime::contrib::MatMulIntegerToFloatBase::ComputeCommon(onnxruntime::OpKernelContext*, const uint8_t*, const onnxruntime::TensorShape&, float, uint8_t, bool, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*) const IsBQuantParamSupported(b_zp_constant_tensor->Shape(), b_tensor ? b_tensor->Shape() : b_shape_) was false. MatmulInteger : b zero point is not valid\n"
+        "known issue: inkling_text on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running MatMulIntegerToFloat node [model-specs/evidence/inkling_text.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
-        =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_text` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared"
+        "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/inkling_text.yaml]"
     );
 }
 /// inkling_text on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::inkling_text::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
 }

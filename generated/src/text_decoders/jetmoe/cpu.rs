@@ -4,34 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::jetmoe::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: jetmoe on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:43:09Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)"
+        "known issue: jetmoe on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (export-failed): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4) [model-specs/evidence/jetmoe.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: jetmoe on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:43:09Z): the exporter could not make the int8_avx2 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)"
+        "known issue: jetmoe on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (export-failed): the exporter could not make the int8_avx2 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4) [model-specs/evidence/jetmoe.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
-        =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
     );
-    runtime::generation_test!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::generation_test!(super::super::cells::CPU_ONNX, gate = gate_cpu);
 }
-/// jetmoe on cpu with libtorch, device cpu: known-issue (jetmoe on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:08:02Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: split_with_sizes expects split_sizes to sum exactly to 52 (input tensor's size at dimension 0), but got split_sizes=[5, 4, 2, 5]).
+/// jetmoe on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::jetmoe::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, ignore =
-        "known issue: jetmoe on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:08:02Z): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter. … RuntimeError: split_with_sizes expects split_sizes to sum exactly to 52 (input tensor's size at dimension 0), but got split_sizes=[5, 4, 2, 5]"
+    runtime::check_test!(runs, super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
+    runtime::check_test!(
+        matches_reference, super::super::cells::CPU_TORCH, gate = gate_cpu_torch
+    );
+    runtime::check_test!(
+        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+        "known issue: jetmoe on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (run-failed): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter [model-specs/evidence/jetmoe.yaml]"
     );
 }

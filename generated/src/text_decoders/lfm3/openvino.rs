@@ -4,38 +4,31 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::lfm3::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: lfm3 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:29:30Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 47 µs (1%); OpenVINOExecutionProvider: 2 nodes (67%), 6569 µs (99%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/text_decoders/lfm3.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: lfm3 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 47 µs (1%) [model-specs/evidence/lfm3.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, ignore =
-        "not tested here: lfm3's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm3` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared"
+        "not tested here: lfm3's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/lfm3.yaml]"
     );
 }
 /// lfm3 on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::lfm3::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
+        gate_openvino
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: lfm3 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:35:57Z): output last_hidden_state: cosine similarity 0.9140 in its worst row (of 8; mean 0.9676), below 0.95; relative L2 error 0.2546, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/lfm3.yaml) (max abs error 1.108e0; worst at flat index 48: got -1.604369044303894, expected -0.49664944410324097)"
+        "known issue: lfm3 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/lfm3.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_OV, ignore =
-        "not tested here: lfm3's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795786255-10440 on vm, 2026-11-27T13:30:55Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model lfm3` derives it again): 1 differences: past_key_values.0.conv_state: in the model's cache, not declared"
+        "not tested here: lfm3's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/lfm3.yaml]"
     );
 }

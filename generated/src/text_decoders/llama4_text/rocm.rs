@@ -4,26 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::llama4_text::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::ROCM_ONNX, features = ["rocm"], off =
-        "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
-    );
+    runtime::cell_tests!(super::super::cells::ROCM_ONNX, gate = gate_rocm);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, features =
-        ["rocm"], off =
-        "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
+        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, gate = gate_rocm
     );
     runtime::generation_test!(
         super::super::cells::ROCM_ONNX, ignore =
-        "known issue: llama4_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)"
+        "known issue: llama4_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported [model-specs/evidence/llama4_text.yaml]"
     );
 }
 /// llama4_text on rocm with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::llama4_text::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::ROCM_TORCH, features = ["rocm", "torch"], off =
-        "rocm or torch off: run `cargo test -p generated --features rocm,torch` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::ROCM_TORCH, gate = gate_rocm_torch);
 }

@@ -4,21 +4,16 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::mamba::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: mamba on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:34Z): cannot load <fixtures>/mamba/model.qdq8.onnx: Failed to compose Qnn graph."
+        "known issue: mamba on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/mamba/model.qdq8.onnx: Failed to compose Qnn graph [model-specs/evidence/mamba.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: mamba on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:30:31Z): step 0 (decoder): cannot load <fixtures>/generation/mamba/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002"
+        "known issue: mamba on qnn with onnxruntime: generates failed: the engine or its provider (model-load): step 0 (decoder): cannot load <fixtures>/generation/mamba/decoder.onnx: Failed to finalize QNN graph [model-specs/evidence/mamba.yaml]"
     );
 }

@@ -4,31 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::minimax::cuda::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CUDA_ONNX, features = ["cuda"], off =
-        "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
+    runtime::cell_tests!(super::super::cells::CUDA_ONNX, gate = gate_cuda);
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, gate = gate_cuda
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, features =
-        ["cuda"], off =
-        "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, features = ["cuda"],
-        off =
-        "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
+        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, gate = gate_cuda
     );
     runtime::generation_test!(
         super::super::cells::CUDA_ONNX, ignore =
-        "known issue: minimax's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)"
+        "known issue: minimax's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1 [model-specs/evidence/minimax.yaml]"
     );
 }
 /// minimax on cuda with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::minimax::cuda::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CUDA_TORCH, features = ["cuda", "torch"], off =
-        "cuda or torch off: run `cargo test -p generated --features cuda,torch` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::CUDA_TORCH, gate = gate_cuda_torch);
 }

@@ -4,26 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::minimax::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::ROCM_ONNX, features = ["rocm"], off =
-        "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
-    );
+    runtime::cell_tests!(super::super::cells::ROCM_ONNX, gate = gate_rocm);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, features =
-        ["rocm"], off =
-        "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
+        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, gate = gate_rocm
     );
     runtime::generation_test!(
         super::super::cells::ROCM_ONNX, ignore =
-        "known issue: minimax's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1; dynamo exporter: TorchExportError: Failed to export the model with torch.export. This is step 1/3 of exporting the model to ONNX. (cause: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1)"
+        "known issue: minimax's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: DynamicCache(config) has 2 layers, the model's cache 1 [model-specs/evidence/minimax.yaml]"
     );
 }
 /// minimax on rocm with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::minimax::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::ROCM_TORCH, features = ["rocm", "torch"], off =
-        "rocm or torch off: run `cargo test -p generated --features rocm,torch` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::ROCM_TORCH, gate = gate_rocm_torch);
 }

@@ -4,21 +4,14 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::modernbert_decoder::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
+        gate_webnn
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: modernbert-decoder on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:34:08Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [/model/embeddings/norm/Constant_output_0_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-27 14:34:08.455993 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [434] name: [DequantizeLinear_token_12] supported: [1] | 2026-11-27 14:34:08.456189 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [435] name: [QuantizeLinear_token_13] supported: [1] | 2026-11-27 14:34:08.456503 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [436] name: [DequantizeLinear_token_14] supported: [1] | 2026-11-27 14:34:08.456759 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [437] name: [/model/Reshape_1_new_reshape] supported: [1] | 2026-11-27 14:34:08.459838 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 343 number of nodes supported by WebNN: 343)"
+        "known issue: modernbert-decoder on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder'… [model-specs/evidence/modernbert-decoder.yaml]"
     );
-    runtime::generation_test!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::generation_test!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
 }

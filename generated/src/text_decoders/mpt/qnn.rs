@@ -4,21 +4,16 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::mpt::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, gate = gate_qnn
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: mpt on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:32:03Z): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 40 µs (0%); QNNExecutionProvider: 2 nodes (67%), 112997 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/text_decoders/mpt.yaml only if it may run off QNNExecutionProvider, with the reason"
+        "known issue: mpt on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 40 µs (0%) [model-specs/evidence/mpt.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: mpt on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:32:04Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 9 of 2048 logits outside abs 0.06028592130651305 + rel 0, 0 of 2 rows with another top token (max abs error 7.980e-2; worst at flat index 1741: got 0.0456237830221653, expected -0.03417149931192398)"
+        "known issue: mpt on qnn with onnxruntime: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 9 of 2048 logits outside abs … + rel 0… [model-specs/evidence/mpt.yaml]"
     );
 }

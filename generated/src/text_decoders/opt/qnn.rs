@@ -4,21 +4,16 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::opt::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: opt on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:33:21Z): output last_hidden_state: cosine similarity 0.8331 in its worst row (of 8; mean 0.9126), below 0.98; relative L2 error 0.4179, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/opt.yaml) (max abs error 1.155e0; worst at flat index 64: got 2.019461154937744, expected 0.8639705777168274)"
+        "known issue: opt on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/opt.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: opt on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:33:17Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 23 of 2048 logits outside abs 0.05004379573149436 + rel 0, 0 of 2 rows with another top token (max abs error 8.124e-2; worst at flat index 1395: got 0.1932373195886612, expected 0.11199797689914703)"
+        "known issue: opt on qnn with onnxruntime: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 23 of 2048 logits outside abs … + rel 0… [model-specs/evidence/opt.yaml]"
     );
 }

@@ -4,34 +4,37 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::recurrent_gemma::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: recurrent_gemma on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:43:53Z): ONNX Runtime run failed: Non-zero status code returned while running MatMulIntegerToFloat node. Name:'/model/layers.0/temporal_block/rg_lru/MatMul_1_quant' Status Message: /onnxruntime_src/onnxruntime/contrib_ops/cpu/quantization/dynamic_quantize_matmul.cc:97 onnxruntime::common::Status onnxruntime::contrib::MatMulIntegerToFloatBase::ComputeCommon(onnxruntime::OpKernelContext*, const uint8_t*, const onnxruntime::TensorShape&, float, uint8_t, bool, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*) const IsBQuantParamSupported(b_zp_constant_tensor->Shape(), b_tensor ? b_tensor->Shape() : b_shape_) was false. MatmulInteger : b zero point is not valid\n"
+        "known issue: recurrent_gemma on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running MatMulIntegerToFloat node [model-specs/evidence/recurrent_gemma.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: recurrent_gemma on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:43:53Z): ONNX Runtime run failed: Non-zero status code returned while running MatMulIntegerToFloat node. Name:'/model/layers.0/temporal_block/rg_lru/MatMul_1_quant' Status Message: /onnxruntime_src/onnxruntime/contrib_ops/cpu/quantization/dynamic_quantize_matmul.cc:97 onnxruntime::common::Status onnxruntime::contrib::MatMulIntegerToFloatBase::ComputeCommon(onnxruntime::OpKernelContext*, const uint8_t*, const onnxruntime::TensorShape&, float, uint8_t, bool, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*, const onnxruntime::Tensor*) const IsBQuantParamSupported(b_zp_constant_tensor->Shape(), b_tensor ? b_tensor->Shape() : b_shape_) was false. MatmulInteger : b zero point is not valid\n"
+        "known issue: recurrent_gemma on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running MatMulIntegerToFloat node [model-specs/evidence/recurrent_gemma.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
-        =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)"
+        "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`) [model-specs/evidence/recurrent_gemma.yaml]"
     );
 }
-/// recurrent_gemma on cpu with libtorch, device cpu: known-issue (recurrent_gemma on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:; recurrent_gemma on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:; recurrent_gemma on cpu with libtorch: runs failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:).
+/// recurrent_gemma on cpu with libtorch, device cpu: known-issue (recurrent_gemma on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative' [model-specs/evidence/recurrent_gemma.yaml]; recurrent_gemma on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative' [model-specs/evidence/recurrent_gemma.yaml]).
 ///
 /// Select this cell with `cargo test -p generated text_decoders::recurrent_gemma::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, ignore =
-        "known issue: recurrent_gemma on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:; recurrent_gemma on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:; recurrent_gemma on cpu with libtorch: runs failed: the model with the standard tool (evidence: run 1795811289-28888 on vm, 2026-11-27T20:28:14Z): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative'. Remove calls to Python functions before export. Did you forget to add @script or @script_method annotation? If this is a nn.ModuleList, add it to __constants__:"
+    runtime::check_test!(
+        runs, super::super::cells::CPU_TORCH, ignore =
+        "known issue: recurrent_gemma on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative' [model-specs/evidence/recurrent_gemma.yaml]"
+    );
+    runtime::check_test!(
+        matches_reference, super::super::cells::CPU_TORCH, ignore =
+        "known issue: recurrent_gemma on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative' [model-specs/evidence/recurrent_gemma.yaml]"
+    );
+    runtime::check_test!(
+        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+        "known issue: recurrent_gemma on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative' [model-specs/evidence/recurrent_gemma.yaml]"
     );
 }

@@ -4,26 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::xlnet::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::ROCM_ONNX, features = ["rocm"], off =
-        "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
-    );
+    runtime::cell_tests!(super::super::cells::ROCM_ONNX, gate = gate_rocm);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, features =
-        ["rocm"], off =
-        "rocm off: run `cargo test -p generated --features rocm` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present"
+        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, gate = gate_rocm
     );
     runtime::generation_test!(
         super::super::cells::ROCM_ONNX, ignore =
-        "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792617-28108 on vm, 2026-11-27T15:16:57Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)"
+        "not tested here: xlnet's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`) [model-specs/evidence/xlnet.yaml]"
     );
 }
 /// xlnet on rocm with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::xlnet::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::ROCM_TORCH, features = ["rocm", "torch"], off =
-        "rocm or torch off: run `cargo test -p generated --features rocm,torch` where an AMD GPU with ROCm and onnxruntime built with the MIGraphX/ROCm execution provider is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::ROCM_TORCH, gate = gate_rocm_torch);
 }

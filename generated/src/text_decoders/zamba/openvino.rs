@@ -4,39 +4,28 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::zamba::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: zamba on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:28:57Z): cannot load <fixtures>/zamba/model.int8.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136 onnxruntime::openvino_ep::BasicBackend::BasicBackend(std::unique_ptr<onnx::ModelProto>&, onnxruntime::openvino_ep::SessionContext&, const onnxruntime::openvino_ep::SubGraphContext&, onnxruntime::openvino_ep::SharedContext&, onnxruntime::openvino_ep::ptr_stream_t&) /onnxruntime/onnxruntime/core/providers/openvino/ov_interface.cc:28 auto onnxruntime::openvino_ep::OvExceptionBoundary(Func&&, std::format_string<Args ...>&&, Args&& ...) [with bool typed = false; Func = OVCore::CompileModel(std::shared_ptr<const ov::Model>&, std::string&, ov::AnyMap&, bool, const std::string&)::<lambda()>; Args = {const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&}; std::format_string<Args ...> = std::basic_format_string<char, const std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >&>] [OpenVINO-EP] Exception while Loading Network for graph OpenVINOExecutionProvider_OpenVINO-EP-subgraph_129_1: Exception from src/inference/src/cpp/core.cpp:114:\nException from src/inference/src/dev/plugin.cpp:53:\nCheck '!shape.rank().is_dynamic()' failed at src/plugins/intel_cpu/src/node.cpp:106:\nUnexpected: CPU plug-in doesn't support Parameter operation with dynamic rank. Operation name: /model/layers.0/mamba/If_output_0\n\n\n\n\n"
+        "known issue: zamba on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/zamba/model.int8.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/zamba.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, ignore =
-        "known issue: zamba on openvino with onnxruntime: generates failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:28:57Z): step 1 (decoder_with_past): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_127 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_127_0' Status Message: Exception from src/inference/src/cpp/infer_request.cpp:75:\nException from src/inference/src/cpp/infer_request.cpp:67:\nCheck 'shape.compatible(ov::PartialShape(tensor->get_shape()))' failed at src/plugins/intel_cpu/src/infer_request.cpp:389:\nCan't set the input tensor with index: 10, because the model input (shape=[?,2,32,16]) and the tensor (shape=(2.4.6.16)) are incompatible\n\n\n"
+        "known issue: zamba on openvino with onnxruntime: generates failed: the engine or its provider (run-failed): step 1 (decoder_with_past): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_127 node [model-specs/evidence/zamba.yaml]"
     );
 }
 /// zamba on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::zamba::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
+    runtime::precision_test!(
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
+        gate_openvino
     );
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
+        gate_openvino
     );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
-    runtime::generation_test!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::generation_test!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
 }

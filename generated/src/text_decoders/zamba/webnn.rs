@@ -4,21 +4,17 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::zamba::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
+        gate_webnn
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: zamba on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:48:22Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.layers.0.mamba.conv1d.bias_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-27 20:48:22.015285 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Squeeze] index: [1379] name: [_if_then_branch_Squeeze] supported: [1] | 2026-11-27 20:48:22.015475 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Squeeze] index: [1380] name: [_if_then_branch_token_69_Squeeze] supported: [1] | 2026-11-27 20:48:22.015660 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Squeeze] index: [1381] name: [_if_then_branch_token_70_Squeeze] supported: [1] | 2026-11-27 20:48:22.015855 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Reshape] index: [1382] name: [/model/Reshape_new_reshape] supported: [1] | 2026-11-27 20:48:22.023884 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 1144 number of nodes supported by WebNN: 1144)"
+        "known issue: zamba on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.layers.0.mamba.conv1d.bias_DequantizeLinear] The… [model-specs/evidence/zamba.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =
-        "known issue: zamba on webnn with browser: generates failed: the engine or its provider (evidence: run 1795950216-8885 on vm, 2026-11-29T11:07:33Z): step 1 (decoder_with_past): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed to execute 'build' on 'MLGraphBuilder': scatterElements only supports constant indices. (page log: 2026-11-29 11:07:33.243519 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [483] name: [Transpose_token_37] supported: [1] | 2026-11-29 11:07:33.243699 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [484] name: [Transpose_token_38] supported: [1] | 2026-11-29 11:07:33.243839 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [485] name: [Transpose_token_39] supported: [1] | 2026-11-29 11:07:33.246849 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 414 number of nodes supported by WebNN: 414 | unhandled rejection: NotSupportedError: Failed to execute 'build' on 'MLGraphBuilder': scatterElements only supports constant indices.)"
+        "known issue: zamba on webnn with browser: generates failed: the engine or its provider (model-load): step 1 (decoder_with_past): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and… [model-specs/evidence/zamba.yaml]"
     );
 }

@@ -4,31 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::zamba2::cuda::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CUDA_ONNX, features = ["cuda"], off =
-        "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
+    runtime::cell_tests!(super::super::cells::CUDA_ONNX, gate = gate_cuda);
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, gate = gate_cuda
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, features =
-        ["cuda"], off =
-        "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, features = ["cuda"],
-        off =
-        "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
+        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, gate = gate_cuda
     );
     runtime::generation_test!(
         super::super::cells::CUDA_ONNX, ignore =
-        "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model zamba2` derives it again): 4 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.recurrent_state: in the model's cache, not declared; past_key_values.1.conv_state: in the model's cache, not declared; past_key_values.1.recurrent_state: in the model's cache, not declared"
+        "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/zamba2.yaml]"
     );
 }
 /// zamba2 on cuda with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::zamba2::cuda::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CUDA_TORCH, features = ["cuda", "torch"], off =
-        "cuda or torch off: run `cargo test -p generated --features cuda,torch` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::CUDA_TORCH, gate = gate_cuda_torch);
 }

@@ -4,21 +4,16 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::zaya::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: zaya on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795801000-22641 on vm, 2026-11-27T17:38:01Z): output last_hidden_state: cosine similarity 0.8777 in its worst row (of 8; mean 0.9489), below 0.98; relative L2 error 0.3193, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_decoders/zaya.yaml) (max abs error 1.131e0; worst at flat index 18: got 0.5483166575431824, expected -0.5827804207801819)"
+        "known issue: zaya on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/zaya.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: zaya on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795801000-22641 on vm, 2026-11-27T17:37:58Z): step 0 (decoder): cannot load <fixtures>/generation/zaya/decoder.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002"
+        "known issue: zaya on qnn with onnxruntime: generates failed: the engine or its provider (model-load): step 0 (decoder): cannot load <fixtures>/generation/zaya/decoder.onnx: Failed to finalize QNN graph [model-specs/evidence/zaya.yaml]"
     );
 }

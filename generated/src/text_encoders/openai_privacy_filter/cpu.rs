@@ -4,29 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated text_encoders::openai_privacy_filter::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: openai_privacy_filter on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:44:13Z): output last_hidden_state: cosine similarity 0.9537 in its worst row (of 8; mean 0.9940), below 0.98; relative L2 error 0.1099, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 6.200e-1; worst at flat index 209: got 1.2920345067977905, expected 0.6720842719078064)"
+        "known issue: openai_privacy_filter on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/openai_privacy_filter.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: openai_privacy_filter on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:44:14Z): output last_hidden_state: cosine similarity 0.9532 in its worst row (of 8; mean 0.9939), below 0.98; relative L2 error 0.1104, above 0.1 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 6.105e-1; worst at flat index 209: got 1.2825425863265991, expected 0.6720842719078064)"
+        "known issue: openai_privacy_filter on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/openai_privacy_filter.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: openai_privacy_filter on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:44:14Z): output last_hidden_state: cosine similarity 0.8723 in its worst row (of 8; mean 0.9836), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/text_encoders/openai_privacy_filter.yaml) (max abs error 1.226e0; worst at flat index 130: got -0.2263530194759369, expected 0.9998278021812439)"
+        "known issue: openai_privacy_filter on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/openai_privacy_filter.yaml]"
     );
 }
 /// openai_privacy_filter on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated text_encoders::openai_privacy_filter::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
 }

@@ -4,30 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated video::xclip::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: xclip on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:44:19Z): output logits_per_video: cosine similarity 0.9788 in its worst row (of 2; mean 0.9894), below 0.98; relative L2 error 0.1020, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 2.252e-1; worst at flat index 1: got -0.16631251573562622, expected -0.3915289640426636); output logits_per_text: relative L2 error 0.1020, above 0.1 (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 2.252e-1; worst at flat index 2: got -0.16631251573562622, expected -0.3915289640426636)"
+        "known issue: xclip on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row (of 2 [model-specs/evidence/xclip.yaml]"
     );
     runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, features =
-        ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, gate =
+        gate_cpu
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: xclip on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:44:19Z): output logits_per_video: cosine similarity 0.4219 in its worst row (of 2; mean 0.7108), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 1: got 0.5022616982460022, expected -0.3915289640426636); output logits_per_text: cosine similarity 0.8991 in its worst row (of 2; mean 0.9431), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 2: got 0.5022616982460022, expected -0.3915289640426636)"
+        "known issue: xclip on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row (of 2 [model-specs/evidence/xclip.yaml]"
     );
 }
 /// xclip on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated video::xclip::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
 }

@@ -4,43 +4,36 @@
 ///
 /// Select this cell with `cargo test -p generated video::xclip::webgpu::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
-        "not tested here: xclip on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:05Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-27 13:24:05.467154 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-27 13:24:05.534095 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 13:24:05.548450 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 13:24:05.622390 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (96, 1, 1) | 2026-11-27 13:24:05.654660 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)"
+        "not tested here: xclip on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/xclip.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
-        "known issue: xclip on webgpu with browser: q4_matches_reference failed: the engine or its provider (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:27Z): output logits_per_video: cosine similarity 0.4219 in its worst row (of 2; mean 0.7108), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 1: got 0.5022633075714111, expected -0.3915289640426636); output logits_per_text: cosine similarity 0.8991 in its worst row (of 2; mean 0.9431), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 2: got 0.5022633075714111, expected -0.3915289640426636)"
+        "known issue: xclip on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row (of 2 [model-specs/evidence/xclip.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "not tested here: xclip on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (evidence: run 1795784848-10454 on vm, 2026-11-27T13:24:21Z): onnxruntime-web (webgpu) opening the model: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: shader_helper.cc:416 GenerateSourceCode Program Transpose requires f16 but the device does not support it. (page log: 2026-11-27 13:24:21.182664 [I:onnxruntime:, allocation_planner.cc:2653 CreateGraphPartitioner] Use DeviceBasedPartition as default | 2026-11-27 13:24:21.244794 [I:onnxruntime:, session_state_utils.cc:263 SaveInitializedTensors] Saving initialized tensors. | 2026-11-27 13:24:21.274999 [I:onnxruntime:, session_state_utils.cc:463 SaveInitializedTensors] Done saving initialized tensors | 2026-11-27 13:24:21.311379 [I:onnxruntime:, webgpu_context.cc:512 Run] Starting program \"Transpose[2-3-1-0]:64,1,1:1:3;4:\" (96, 1, 1) | 2026-11-27 13:24:21.326945 [I:onnxruntime:Default, webgpu_context.cc:180 operator()] WebGPU device lost (2): Device was destroyed.)"
+        "not tested here: xclip on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/xclip.yaml]"
     );
 }
 /// xclip on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated video::xclip::webgpu::native::`.
 mod native {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, gate =
+        gate_webgpu
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: xclip on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:15Z): output logits_per_video: cosine similarity 0.4219 in its worst row (of 2; mean 0.7108), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 1: got 0.5022628307342529, expected -0.3915289640426636); output logits_per_text: cosine similarity 0.8991 in its worst row (of 2; mean 0.9431), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 2: got 0.5022628307342529, expected -0.3915289640426636)"
+        "known issue: xclip on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row (of 2 [model-specs/evidence/xclip.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: xclip on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:23:15Z): output logits_per_video: cosine similarity 0.4248 in its worst row (of 2; mean 0.7123), below 0.95; relative L2 error 0.4754, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 9.111e-1; worst at flat index 1: got 0.51953125, expected -0.3915289640426636); output logits_per_text: cosine similarity 0.8963 in its worst row (of 2; mean 0.9423), below 0.95; relative L2 error 0.4754, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 9.111e-1; worst at flat index 2: got 0.51953125, expected -0.3915289640426636)"
+        "known issue: xclip on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row (of 2 [model-specs/evidence/xclip.yaml]"
     );
 }
 /// xclip on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
@@ -48,21 +41,19 @@ mod native {
 /// Select this cell with `cargo test -p generated video::xclip::webgpu::firefox::`.
 mod firefox {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, gate =
+        gate_webgpu_firefox
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
-        "known issue: xclip on webgpu with firefox: q4_matches_reference failed: the engine or its provider (evidence: run 1795943598-15939 on vm, 2026-11-29T09:15:46Z): output logits_per_video: cosine similarity 0.4219 in its worst row (of 2; mean 0.7108), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 1: got 0.5022643804550171, expected -0.3915289640426636); output logits_per_text: cosine similarity 0.8991 in its worst row (of 2; mean 0.9431), below 0.95; relative L2 error 0.4695, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.938e-1; worst at flat index 2: got 0.5022643804550171, expected -0.3915289640426636)"
+        "known issue: xclip on webgpu with firefox: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row (of 2 [model-specs/evidence/xclip.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
-        "known issue: xclip on webgpu with firefox: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795943598-15939 on vm, 2026-11-29T09:15:51Z): output logits_per_video: cosine similarity 0.4268 in its worst row (of 2; mean 0.7133), below 0.95; relative L2 error 0.4713, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.876e-1; worst at flat index 1: got 0.49609375, expected -0.3915289640426636); output logits_per_text: cosine similarity 0.9005 in its worst row (of 2; mean 0.9437), below 0.95; relative L2 error 0.4713, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/video/xclip.yaml) (max abs error 8.876e-1; worst at flat index 2: got 0.49609375, expected -0.3915289640426636)"
+        "known issue: xclip on webgpu with firefox: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row (of 2 [model-specs/evidence/xclip.yaml]"
     );
 }
 /// xclip's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
@@ -70,28 +61,23 @@ mod firefox {
 /// Select these checks with `cargo test -p generated video::xclip::webgpu::wgpu::`.
 mod wgpu {
     runtime::quantization_test!(
-        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
-        features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        gate = gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, gate =
+        gate_webgpu_wgpu
     );
 }

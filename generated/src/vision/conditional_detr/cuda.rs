@@ -4,27 +4,17 @@
 ///
 /// Select this cell with `cargo test -p generated vision::conditional_detr::cuda::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CUDA_ONNX, features = ["cuda"], off =
-        "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
+    runtime::cell_tests!(super::super::cells::CUDA_ONNX, gate = gate_cuda);
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, gate = gate_cuda
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, features =
-        ["cuda"], off =
-        "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, features = ["cuda"],
-        off =
-        "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
+        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, gate = gate_cuda
     );
 }
 /// conditional_detr on cuda with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated vision::conditional_detr::cuda::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CUDA_TORCH, features = ["cuda", "torch"], off =
-        "cuda or torch off: run `cargo test -p generated --features cuda,torch` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::CUDA_TORCH, gate = gate_cuda_torch);
 }

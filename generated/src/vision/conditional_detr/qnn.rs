@@ -4,16 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated vision::conditional_detr::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: conditional_detr on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:37:24Z): output last_hidden_state: cosine similarity 0.7898 in its worst row (of 12; mean 0.7898), below 0.98; relative L2 error 0.6483, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/conditional_detr.yaml) (max abs error 1.655e0; worst at flat index 332: got 1.540563941001892, expected -0.11413460969924927); output encoder_last_hidden_state: cosine similarity 0.3130 in its worst row (of 4; mean 0.6093), below 0.98; relative L2 error 0.8850, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/conditional_detr.yaml) (max abs error 3.083e0; worst at flat index 39: got -0.06524166464805603, expected 3.0180091857910156)"
+        "known issue: conditional_detr on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 12 [model-specs/evidence/conditional_detr.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: conditional_detr on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:37:22Z): cannot load <fixtures>/conditional_detr/model.fp16.onnx: Load model from <fixtures>/conditional_detr/model.fp16.onnx failed:This is an invalid model. Error: two nodes with same node name (/model/position_embedding/Cast_output_0_cast_to_fp32_node)."
+        "known issue: conditional_detr on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/conditional_detr/model.fp16.onnx: Load model from <fixtures>/conditional_detr/model.fp16.onnx failed:This is an invalid model [model-specs/evidence/conditional_detr.yaml]"
     );
 }

@@ -4,17 +4,12 @@
 ///
 /// Select this cell with `cargo test -p generated vision::cvt::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: cvt on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:37:40Z): output cls_token_value: cosine similarity 0.7610 in its worst row (of 1; mean 0.7610), below 0.98; relative L2 error 0.7519, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/cvt.yaml) (max abs error 6.278e-2; worst at flat index 25: got 0.05374133214354515, expected -0.009036252275109291)"
+        "known issue: cvt on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output cls_token_value: cosine similarity … in its worst row (of 1 [model-specs/evidence/cvt.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
     );
 }

@@ -4,16 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated vision::dab_detr::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: dab-detr on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:37:45Z): output last_hidden_state: cosine similarity 0.8632 in its worst row (of 12; mean 0.8632), below 0.98; relative L2 error 0.5229, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/dab-detr.yaml) (max abs error 1.235e0; worst at flat index 203: got 0.4453999698162079, expected -0.7898516654968262); output intermediate_hidden_states: cosine similarity 0.8607 in its worst row (of 24; mean 0.8621), below 0.98; relative L2 error 0.5225, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/dab-detr.yaml) (max abs error 1.235e0; worst at flat index 587: got 0.4453999698162079, expected -0.7898516654968262)"
+        "known issue: dab-detr on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 12 [model-specs/evidence/dab-detr.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: dab-detr on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:37:42Z): cannot load <fixtures>/dab-detr/model.fp16.onnx: Failed to finalize QNN graph. Error: QNN_COMMON_ERROR_MEM_ALLOC: Memory allocation related error., Code: 1002"
+        "known issue: dab-detr on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/dab-detr/model.fp16.onnx: Failed to finalize QNN graph [model-specs/evidence/dab-detr.yaml]"
     );
 }

@@ -4,16 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated vision::dinov2::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: dinov2 on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:49:09Z): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Cast ×5 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (60%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (40%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/dinov2.yaml only if it may run off WebNNExecutionProvider, with the reason"
+        "known issue: dinov2 on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Cast ×5 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/dinov2.yaml]"
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: dinov2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:49:12Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.embeddings.patch_embeddings.projection.bias0_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-27 14:49:11.966298 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [278] name: [last_hidden_state_DequantizeLinear] supported: [1] | 2026-11-27 14:49:11.966508 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Gather] index: [279] name: [/model/Gather] supported: [1] | 2026-11-27 14:49:11.966633 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [280] name: [pooler_output_QuantizeLinear] supported: [1] | 2026-11-27 14:49:11.966743 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [281] name: [pooler_output_DequantizeLinear] supported: [1] | 2026-11-27 14:49:11.968863 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 239 number of nodes supported by WebNN: 239)"
+        "known issue: dinov2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder'… [model-specs/evidence/dinov2.yaml]"
     );
 }

@@ -4,16 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated vision::dpt::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: dpt on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:49:28Z): not every node ran on WebNNExecutionProvider: Cast ×2 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (56%), 0 µs (0%); WebNNExecutionProvider: 7 nodes (44%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/dpt.yaml only if it may run off WebNNExecutionProvider, with the reason"
+        "known issue: dpt on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×2 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Resize ×1… [model-specs/evidence/dpt.yaml]"
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: dpt on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:49:28Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.embeddings.patch_embeddings.projection.bias0_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-27 14:49:28.753469 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [267] name: [/model/pooler/dense/Gemm_output_0_DequantizeLinear] supported: [1] | 2026-11-27 14:49:28.753679 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Tanh] index: [268] name: [/model/pooler/activation/Tanh] supported: [1] | 2026-11-27 14:49:28.753883 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [269] name: [pooler_output_QuantizeLinear] supported: [1] | 2026-11-27 14:49:28.754099 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [270] name: [pooler_output_DequantizeLinear] supported: [1] | 2026-11-27 14:49:28.756524 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 235 number of nodes supported by WebNN: 235)"
+        "known issue: dpt on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder'… [model-specs/evidence/dpt.yaml]"
     );
 }

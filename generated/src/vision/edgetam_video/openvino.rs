@@ -4,30 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated vision::edgetam_video::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: edgetam_video on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run 1795811318-29485 on vm, 2026-11-27T20:29:13Z): cannot load <fixtures>/edgetam_video/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
+        "known issue: edgetam_video on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/edgetam_video/model.int8.onnx: This is an invalid model [model-specs/evidence/edgetam_video.yaml]"
     );
 }
 /// edgetam_video on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated vision::edgetam_video::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
+        gate_openvino
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "unsupported: edgetam_video on openvino with openvino: nncf_int4_matches_reference does not apply (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:08Z): NNCF could not make the nncf_int4 model: NNCF compressed no weight to int4 ({'int4': 0, 'int8': 130, 'int4_group_sizes': []})"
+        "unsupported: edgetam_video on openvino with openvino: nncf_int4_matches_reference does not apply (does-not-apply): NNCF could not make the nncf_int4 model: NNCF compressed no weight to int4 ({'int4': 0, 'int8': 130, 'int4_group_sizes': []}) [model-specs/evidence/edgetam_video.yaml]"
     );
 }

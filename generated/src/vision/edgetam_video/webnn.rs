@@ -4,17 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated vision::edgetam_video::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
+        gate_webnn
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: edgetam_video on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795812139-6523 on vm, 2026-11-27T20:52:30Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [onnx::Conv_1768_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-27 20:52:30.823990 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [1470] name: [/model/neck/position_encoding/Transpose] supported: [1] | 2026-11-27 20:52:30.824114 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [1471] name: [/model/neck/position_encoding/Transpose_output_0_QuantizeLinear] supported: [1] | 2026-11-27 20:52:30.824250 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [1472] name: [/model/neck/position_encoding/Transpose_output_0_DequantizeLinear] supported: [1] | 2026-11-27 20:52:30.824395 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Cast] index: [1473] name: [/model/neck/Cast_4] supported: [1] | \u{1b}[0;93m2026-11-27 20:52:30.829499 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 2 number of nodes in the graph: 463 number of nodes supported by WebNN: 403\u{1b}[m)"
+        "known issue: edgetam_video on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [onnx::Conv_1768_DequantizeLinear] The shape of scale and… [model-specs/evidence/edgetam_video.yaml]"
     );
 }

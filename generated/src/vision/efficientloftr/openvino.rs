@@ -4,30 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated vision::efficientloftr::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: efficientloftr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:34:40Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 3624 µs (7%); OpenVINOExecutionProvider: 13 nodes (52%), 44887 µs (93%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/efficientloftr.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: efficientloftr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 3624 µs (7%) [model-specs/evidence/efficientloftr.yaml]"
     );
 }
 /// efficientloftr on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated vision::efficientloftr::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
+        gate_openvino
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: efficientloftr on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:10Z): output feature_maps_0: cosine similarity 0.9496 in its worst row (of 1; mean 0.9496), below 0.95; relative L2 error 0.3285, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/efficientloftr.yaml) (max abs error 4.261e-1; worst at flat index 30210: got 0.2125726342201233, expected 0.6386808156967163)"
+        "known issue: efficientloftr on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output feature_maps_0: cosine similarity … in its worst row (of 1 [model-specs/evidence/efficientloftr.yaml]"
     );
 }

@@ -4,30 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated vision::gemma3n_vision::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: gemma3n_vision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:34:48Z): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 28 nodes (49%), 1079 µs (3%); OpenVINOExecutionProvider: 29 nodes (51%), 30515 µs (97%)); list an operator under `platforms.openvino.fallback_ops` in model-specs/models/vision/gemma3n_vision.yaml only if it may run off OpenVINOExecutionProvider, with the reason"
+        "known issue: gemma3n_vision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 28 nodes (49%), 1079 µs (3%) [model-specs/evidence/gemma3n_vision.yaml]"
     );
 }
 /// gemma3n_vision on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated vision::gemma3n_vision::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
+        gate_openvino
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "unsupported: gemma3n_vision on openvino with openvino: nncf_int4_matches_reference does not apply (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:11Z): NNCF could not make the nncf_int4 model: NNCF compressed no weight to int4 ({'int4': 0, 'int8': 28, 'int4_group_sizes': []})"
+        "unsupported: gemma3n_vision on openvino with openvino: nncf_int4_matches_reference does not apply (does-not-apply): NNCF could not make the nncf_int4 model: NNCF compressed no weight to int4 ({'int4': 0, 'int8': 28, 'int4_group_sizes': []}) [model-specs/evidence/gemma3n_vision.yaml]"
     );
 }

@@ -4,29 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated vision::lw_detr::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: lw_detr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:35:09Z): cannot load <fixtures>/lw_detr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
+        "known issue: lw_detr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/lw_detr/model.int8.onnx: This is an invalid model [model-specs/evidence/lw_detr.yaml]"
     );
 }
 /// lw_detr on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated vision::lw_detr::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
     runtime::precision_test!(
         nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: lw_detr on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:15Z): output init_reference_points: cosine similarity 0.9573 in its worst row (of 1; mean 0.9573), below 0.98; relative L2 error 0.2922, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 3.750e-1; worst at flat index 12: got 0.3141588866710663, expected 0.6891589164733887); output intermediate_reference_points: cosine similarity 0.9573 in its worst row (of 1; mean 0.9573), below 0.98; relative L2 error 0.2922, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 3.750e-1; worst at flat index 12: got 0.3141588866710663, expected 0.6891589164733887); output enc_outputs_class: cosine similarity 0.7298 in its worst row (of 1; mean 0.7298), below 0.98; relative L2 error 0.7350, above 0.1 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 4.699e0; worst at flat index 108: got -2.998777389526367, expected 1.7001150846481323); output enc_outputs_coord_logits: cosine similarity 0.6693 in its worst row (of 10; mean 0.9339), below 0.98; relative L2 error 0.2921, above 0.1; top-1 agreement 0.8000, below 0.85 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 3.750e-1; worst at flat index 12: got 0.3125, expected 0.6875)"
+        "known issue: lw_detr on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row (of 1 [model-specs/evidence/lw_detr.yaml]"
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: lw_detr on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:15Z): output init_reference_points: cosine similarity 0.5993 in its worst row (of 1; mean 0.5993), below 0.95; relative L2 error 0.8952, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 8.750e-1; worst at flat index 9: got 0.9410430788993835, expected 0.06604305654764175); output intermediate_reference_points: cosine similarity 0.5993 in its worst row (of 1; mean 0.5993), below 0.95; relative L2 error 0.8952, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 8.750e-1; worst at flat index 9: got 0.9410430788993835, expected 0.06604305654764175); output enc_outputs_class: cosine similarity 0.2064 in its worst row (of 1; mean 0.2064), below 0.95; relative L2 error 1.2594, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 3.428e0; worst at flat index 44: got 1.09132981300354, expected -2.336251974105835); output enc_outputs_coord_logits: cosine similarity 0.4368 in its worst row (of 10; mean 0.7572), below 0.95; relative L2 error 0.8952, above 0.25; top-1 agreement 0.4000, below 0.75 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/lw_detr.yaml) (max abs error 8.750e-1; worst at flat index 5: got 0.0625, expected 0.9375)"
+        "known issue: lw_detr on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row (of 1 [model-specs/evidence/lw_detr.yaml]"
     );
 }

@@ -4,46 +4,34 @@
 ///
 /// Select this cell with `cargo test -p generated vision::pixio::webgpu::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+    runtime::cell_tests!(super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu);
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, gate =
+        gate_webgpu
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, gate = gate_webgpu
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, gate =
+        gate_webgpu
     );
 }
 /// pixio on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated vision::pixio::webgpu::native::`.
 mod native {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: pixio on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:25:36Z): ONNX Runtime run failed: Non-zero status code returned while running Resize node. Name:'/model/embeddings/Resize' Status Message: absl::container_internal::raw_hash_map<>::at"
+        "known issue: pixio on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Resize node [model-specs/evidence/pixio.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, gate = gate_webgpu
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: pixio on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:25:36Z): ONNX Runtime run failed: Non-zero status code returned while running Resize node. Name:'/model/embeddings/Resize' Status Message: absl::container_internal::raw_hash_map<>::at"
+        "known issue: pixio on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Resize node [model-specs/evidence/pixio.yaml]"
     );
 }
 /// pixio on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
@@ -51,23 +39,19 @@ mod native {
 /// Select this cell with `cargo test -p generated vision::pixio::webgpu::firefox::`.
 mod firefox {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, gate =
+        gate_webgpu_firefox
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, gate =
+        gate_webgpu_firefox
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, gate =
+        gate_webgpu_firefox
     );
 }
 /// pixio's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
@@ -75,28 +59,23 @@ mod firefox {
 /// Select these checks with `cargo test -p generated vision::pixio::webgpu::wgpu::`.
 mod wgpu {
     runtime::quantization_test!(
-        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
-        features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        gate = gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, gate =
+        gate_webgpu_wgpu
     );
 }

@@ -4,16 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated vision::qianfan_ocr_vision::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: qianfan_ocr_vision on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:55:10Z): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Cast ×5 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (60%), 0 µs (0%); WebNNExecutionProvider: 8 nodes (40%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/qianfan_ocr_vision.yaml only if it may run off WebNNExecutionProvider, with the reason"
+        "known issue: qianfan_ocr_vision on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Cast ×5 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/qianfan_ocr_vision.yaml]"
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: qianfan_ocr_vision on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:55:13Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.embeddings.patch_embeddings.projection.bias0_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-27 14:55:13.558465 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [272] name: [/model/layers.1/Mul_1_output_0_DequantizeLinear] supported: [1] | 2026-11-27 14:55:13.558569 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Add] index: [273] name: [/model/layers.1/Add_1] supported: [1] | 2026-11-27 14:55:13.558690 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [274] name: [last_hidden_state_QuantizeLinear] supported: [1] | 2026-11-27 14:55:13.558805 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [275] name: [last_hidden_state_DequantizeLinear] supported: [1] | 2026-11-27 14:55:13.561050 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 233 number of nodes supported by WebNN: 233)"
+        "known issue: qianfan_ocr_vision on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder'… [model-specs/evidence/qianfan_ocr_vision.yaml]"
     );
 }

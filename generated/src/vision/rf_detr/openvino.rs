@@ -4,30 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated vision::rf_detr::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: rf_detr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:35:59Z): cannot load <fixtures>/rf_detr/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
+        "known issue: rf_detr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/rf_detr/model.int8.onnx: This is an invalid model [model-specs/evidence/rf_detr.yaml]"
     );
 }
 /// rf_detr on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated vision::rf_detr::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
+        gate_openvino
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: rf_detr on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:32Z): output last_hidden_state: cosine similarity 0.8458 in its worst row (of 1; mean 0.8458), below 0.95; relative L2 error 0.5554, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.033e0; worst at flat index 129: got -2.372237205505371, expected 0.6604325175285339); output init_reference_points: cosine similarity 0.9073 in its worst row (of 1; mean 0.9073), below 0.95; relative L2 error 0.4307, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 17: got 0.8754763603210449, expected 0.12547634541988373); output intermediate_hidden_states: cosine similarity 0.8458 in its worst row (of 2; mean 0.8874), below 0.95; relative L2 error 0.4746, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.033e0; worst at flat index 449: got -2.372237205505371, expected 0.6604325175285339); output intermediate_reference_points: cosine similarity 0.9073 in its worst row (of 1; mean 0.9073), below 0.95; relative L2 error 0.4307, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 17: got 0.8754763603210449, expected 0.12547634541988373); output enc_outputs_class: cosine similarity 0.8709 in its worst row (of 1; mean 0.8709), below 0.95; relative L2 error 0.5082, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 2.581e0; worst at flat index 151: got -1.8262443542480469, expected 0.7544944286346436); output enc_outputs_coord_logits: cosine similarity 0.6920 in its worst row (of 10; mean 0.9384), below 0.95; relative L2 error 0.4307, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 13: got 0.125, expected 0.875)"
+        "known issue: rf_detr on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/rf_detr.yaml]"
     );
 }

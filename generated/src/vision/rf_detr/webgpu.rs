@@ -4,45 +4,35 @@
 ///
 /// Select this cell with `cargo test -p generated vision::rf_detr::webgpu::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_BROWSER, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+    runtime::cell_tests!(super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu);
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, gate =
+        gate_webgpu
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, gate = gate_webgpu
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, gate =
+        gate_webgpu
     );
 }
 /// rf_detr on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated vision::rf_detr::webgpu::native::`.
 mod native {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_NATIVE, features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: rf_detr on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:25:52Z): output last_hidden_state: cosine similarity 0.8571 in its worst row (of 1; mean 0.8571), below 0.99; relative L2 error 0.5346, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 2.841e0; worst at flat index 31: got 1.0986328125, expected -1.7422958612442017); output init_reference_points: relative L2 error 0.1362, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 2.500e-1; worst at flat index 4: got 0.374267578125, expected 0.12427198141813278); output intermediate_hidden_states: cosine similarity 0.8571 in its worst row (of 2; mean 0.8872), below 0.99; relative L2 error 0.4749, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 2.841e0; worst at flat index 351: got 1.0986328125, expected -1.7422958612442017); output intermediate_reference_points: relative L2 error 0.1362, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 2.500e-1; worst at flat index 4: got 0.374267578125, expected 0.12427198141813278); output enc_outputs_class: cosine similarity 0.8152 in its worst row (of 1; mean 0.8152), below 0.99; relative L2 error 0.6079, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 2.997e0; worst at flat index 62: got -2.814453125, expected 0.18259426951408386); output enc_outputs_coord_logits: cosine similarity 0.8829 in its worst row (of 10; mean 0.9766), below 0.99; relative L2 error 0.1362, above 0.05 (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 2.500e-1; worst at flat index 0: got 0.125, expected 0.375)"
+        "known issue: rf_detr on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/rf_detr.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: rf_detr on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:25:52Z): output last_hidden_state: cosine similarity 0.6403 in its worst row (of 1; mean 0.6403), below 0.95; relative L2 error 0.8482, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.400e0; worst at flat index 52: got -1.995854377746582, expected 1.404234528541565); output init_reference_points: cosine similarity 0.8702 in its worst row (of 1; mean 0.8702), below 0.95; relative L2 error 0.5096, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 24: got 0.12544120848178864, expected 0.8754411935806274); output intermediate_hidden_states: cosine similarity 0.6403 in its worst row (of 2; mean 0.6703), below 0.95; relative L2 error 0.8120, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.400e0; worst at flat index 372: got -1.995854377746582, expected 1.404234528541565); output intermediate_reference_points: cosine similarity 0.8702 in its worst row (of 1; mean 0.8702), below 0.95; relative L2 error 0.5096, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 24: got 0.12544120848178864, expected 0.8754411935806274); output enc_outputs_class: cosine similarity 0.4812 in its worst row (of 1; mean 0.4812), below 0.95; relative L2 error 1.0187, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.431e0; worst at flat index 212: got 1.4790925979614258, expected -1.952014446258545); output enc_outputs_coord_logits: cosine similarity 0.8059 in its worst row (of 10; mean 0.9549), below 0.95; relative L2 error 0.5096, above 0.25; top-1 agreement 0.6000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 24: got 0.125, expected 0.875)"
+        "known issue: rf_detr on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/rf_detr.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: rf_detr on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (evidence: run 1795849873-5944 on vm, 2026-11-28T07:25:52Z): output last_hidden_state: cosine similarity 0.6406 in its worst row (of 1; mean 0.6406), below 0.95; relative L2 error 0.8478, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.401e0; worst at flat index 52: got -1.9970703125, expected 1.404234528541565); output init_reference_points: cosine similarity 0.8702 in its worst row (of 1; mean 0.8702), below 0.95; relative L2 error 0.5096, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 24: got 0.12548828125, expected 0.8754411935806274); output intermediate_hidden_states: cosine similarity 0.6406 in its worst row (of 2; mean 0.6704), below 0.95; relative L2 error 0.8119, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.401e0; worst at flat index 372: got -1.9970703125, expected 1.404234528541565); output intermediate_reference_points: cosine similarity 0.8702 in its worst row (of 1; mean 0.8702), below 0.95; relative L2 error 0.5096, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 24: got 0.12548828125, expected 0.8754411935806274); output enc_outputs_class: cosine similarity 0.4810 in its worst row (of 1; mean 0.4810), below 0.95; relative L2 error 1.0188, above 0.25 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 3.429e0; worst at flat index 212: got 1.4765625, expected -1.952014446258545); output enc_outputs_coord_logits: cosine similarity 0.8059 in its worst row (of 10; mean 0.9549), below 0.95; relative L2 error 0.5096, above 0.25; top-1 agreement 0.6000, below 0.75 (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision/rf_detr.yaml) (max abs error 7.500e-1; worst at flat index 24: got 0.125, expected 0.875)"
+        "known issue: rf_detr on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/rf_detr.yaml]"
     );
 }
 /// rf_detr on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
@@ -50,23 +40,19 @@ mod native {
 /// Select this cell with `cargo test -p generated vision::rf_detr::webgpu::firefox::`.
 mod firefox {
     runtime::cell_tests!(
-        super::super::cells::WEBGPU_FIREFOX, features = ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, gate =
+        gate_webgpu_firefox
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, gate =
+        gate_webgpu_firefox
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, features =
-        ["webgpu", "firefox"], off =
-        "webgpu or firefox off: run `cargo test -p generated --features webgpu,firefox` where a Chromium with WebGPU (browser engine); a Vulkan GPU, or a software Vulkan driver (Mesa 25's lavapipe from `tests/setup.sh web`, or SwiftShader) with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and PyPI onnxruntime-ep-webgpu 0.4.0 in the exporter venv (native engine) is present, with Firefox with WebGPU (Debian unstable's, in the root `bash tests/setup.sh firefox` debootstraps, run as root)"
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, gate =
+        gate_webgpu_firefox
     );
 }
 /// rf_detr's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
@@ -74,28 +60,23 @@ mod firefox {
 /// Select these checks with `cargo test -p generated vision::rf_detr::webgpu::wgpu::`.
 mod wgpu {
     runtime::quantization_test!(
-        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, gate =
+        gate_webgpu_wgpu
     );
     runtime::quantization_test!(
         int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
-        features = ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        gate = gate_webgpu_wgpu
     );
     runtime::quantization_test!(
-        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, features =
-        ["webgpu"], off =
-        "webgpu off: run `cargo test -p generated --features webgpu` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, gate =
+        gate_webgpu_wgpu
     );
 }

@@ -4,16 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated vision::sam::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: sam on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:57:39Z): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 2 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/sam.yaml only if it may run off WebNNExecutionProvider, with the reason"
+        "known issue: sam on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes… [model-specs/evidence/sam.yaml]"
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: sam on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:57:44Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.vision_encoder.patch_embed.projection.bias6_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-27 14:57:44.519355 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Slice] index: [1598] name: [/model/mask_decoder/Slice_4] supported: [1] | 2026-11-27 14:57:44.519464 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [1599] name: [iou_scores_QuantizeLinear] supported: [1] | 2026-11-27 14:57:44.519579 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [1600] name: [iou_scores_DequantizeLinear] supported: [1] | 2026-11-27 14:57:44.519689 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [1602] name: [Transpose_token_0] supported: [1] | \u{1b}[0;93m2026-11-27 14:57:44.564349 [W:onnxruntime:, webnn_execution_provider.cc:156 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 9 number of nodes in the graph: 1078 number of nodes supported by WebNN: 1070\u{1b}[m)"
+        "known issue: sam on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder'… [model-specs/evidence/sam.yaml]"
     );
 }

@@ -4,16 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated vision::sam3_tracker_video::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: sam3_tracker_video on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795811362-32650 on vm, 2026-11-27T20:31:35Z): the exporter could not make the qdq8 model: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /tmp/ort.quant.mhhojdgo/augmented_model.onnx failed:This is an invalid model. In Node, (\"/model/backbone/embeddings/If_1\", If, \"\", -1) : (\"/model/backbone/embeddings/Less_output_0\": tensor(bool),) -> (\"/model/backbone/embeddings/If_1_output_0\": tensor(float),) , Error Nodes in a graph must be topologically sorted, however input '1134' of node:"
+        "known issue: sam3_tracker_video on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (export-failed): the exporter could not make the qdq8 model: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from <tmp>/augmented_model.onnx failed:This is… [model-specs/evidence/sam3_tracker_video.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "not tested here: sam3_tracker_video on qnn with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (evidence: run 1795811362-32650 on vm, 2026-11-27T20:31:33Z): the check's own process was killed by signal 6 (SIGABRT) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60) (its last lines: terminate called after throwing an instance of 'std::length_error' |   what():  vector::_M_default_append)"
+        "not tested here: sam3_tracker_video on qnn with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 6 (SIGABRT) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/sam3_tracker_video.yaml]"
     );
 }

@@ -4,16 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated vision::table_transformer::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "not tested here: table-transformer on qnn with onnxruntime: qdq8_matches_reference failed: our harness (not tested here) (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:42:00Z): no record (the test did not run: its process ended before it could write one)"
+        "not tested here: table-transformer on qnn with onnxruntime: qdq8_matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/table-transformer.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "not tested here: table-transformer on qnn with onnxruntime: fp16_matches_reference failed: our harness (not tested here) (evidence: run remeasure-20261127T041736Z on vm, 2026-11-27T04:42:00Z): no record (the test did not run: its process ended before it could write one)"
+        "not tested here: table-transformer on qnn with onnxruntime: fp16_matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/table-transformer.yaml]"
     );
 }

@@ -4,17 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated vision::vit::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, features =
-        ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
+        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
+        gate_webnn
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: vit on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T14:58:31Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.embeddings.patch_embeddings.projection.bias0_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-27 14:58:31.701923 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [252] name: [/model/pooler/dense/Gemm_output_0_DequantizeLinear] supported: [1] | 2026-11-27 14:58:31.702094 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Tanh] index: [253] name: [/model/pooler/activation/Tanh] supported: [1] | 2026-11-27 14:58:31.706558 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [254] name: [pooler_output_QuantizeLinear] supported: [1] | 2026-11-27 14:58:31.706788 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [255] name: [pooler_output_DequantizeLinear] supported: [1] | 2026-11-27 14:58:31.709103 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 231 number of nodes supported by WebNN: 231)"
+        "known issue: vit on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder'… [model-specs/evidence/vit.yaml]"
     );
 }

@@ -4,16 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated vision::vitdet::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
-        super::super::cells::WEBNN_BROWSER, features = ["webnn"], off =
-        "webnn off: run `cargo test -p generated --features webnn` where a Chromium build with WebNN (npm @sparticuz/chromium) and onnxruntime-web is present"
-    );
+    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: vitdet on webnn with browser: fp16_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T15:00:33Z): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 0 µs (0%); WebNNExecutionProvider: 2 nodes (50%), 0 µs (0%)); list an operator under `platforms.webnn.fallback_ops` in model-specs/models/vision/vitdet.yaml only if it may run off WebNNExecutionProvider, with the reason"
+        "known issue: vitdet on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes… [model-specs/evidence/vitdet.yaml]"
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: vitdet on webnn with browser: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795786264-26105 on vm, 2026-11-27T15:00:36Z): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.embeddings.projection.bias0_DequantizeLinear] The shape of scale and zero point must be the same. (page log: 2026-11-27 15:00:36.209415 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [246] name: [/model/encoder/layer.1/Transpose] supported: [1] | 2026-11-27 15:00:36.209524 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [QuantizeLinear] index: [247] name: [last_hidden_state_QuantizeLinear] supported: [1] | 2026-11-27 15:00:36.209649 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [DequantizeLinear] index: [248] name: [last_hidden_state_DequantizeLinear] supported: [1] | 2026-11-27 15:00:36.209760 [V:onnxruntime:, helper.cc:216 GetSupportedNodes] Operator type: [Transpose] index: [250] name: [Transpose_token_0] supported: [1] | 2026-11-27 15:00:36.214710 [I:onnxruntime:, webnn_execution_provider.cc:158 GetCapability] WebNNExecutionProvider::GetCapability, number of partitions supported by WebNN: 1 number of nodes in the graph: 207 number of nodes supported by WebNN: 207)"
+        "known issue: vitdet on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.embeddings.projection.bias0_DequantizeLinear] The… [model-specs/evidence/vitdet.yaml]"
     );
 }

@@ -4,37 +4,31 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::blip_2::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: blip-2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:30:29Z): cannot load <fixtures>/blip-2/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
+        "known issue: blip-2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/blip-2/model.int8.onnx: This is an invalid model [model-specs/evidence/blip-2.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, ignore =
-        "not tested here: blip-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'"
+        "not tested here: blip-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values' [model-specs/evidence/blip-2.yaml]"
     );
 }
 /// blip-2 on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::blip_2::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
     runtime::precision_test!(
         nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: blip-2 on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:58Z): output logits: cosine similarity -0.3780 in its worst row (of 9; mean 0.8253), below 0.98; relative L2 error 0.5911, above 0.1; top-1 agreement 0.7778, below 0.85 (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/blip-2.yaml) (max abs error 5.564e-1; worst at flat index 1140: got 0.22108475863933563, expected -0.3353407084941864)"
+        "known issue: blip-2 on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row (of 9 [model-specs/evidence/blip-2.yaml]"
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: blip-2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:37:58Z): output logits: cosine similarity -0.4405 in its worst row (of 9; mean 0.8174), below 0.95; relative L2 error 0.6021, above 0.25; top-1 agreement 0.6667, below 0.75 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/blip-2.yaml) (max abs error 5.722e-1; worst at flat index 1140: got 0.23683205246925354, expected -0.3353407084941864)"
+        "known issue: blip-2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row (of 9 [model-specs/evidence/blip-2.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_OV, ignore =
-        "not tested here: blip-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values'"
+        "not tested here: blip-2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): TypeError: Blip2ForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values' [model-specs/evidence/blip-2.yaml]"
     );
 }

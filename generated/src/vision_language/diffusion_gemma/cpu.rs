@@ -4,34 +4,26 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::diffusion_gemma::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, features = ["cpu"],
-        off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, gate = gate_cpu
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: diffusion_gemma on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:45:45Z): output last_hidden_state: cosine similarity 0.9754 in its worst row (of 16; mean 0.9955), below 0.98 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 4.822e-1; worst at flat index 66: got -0.5476905107498169, expected -0.06544934213161469); output encoder_last_hidden_state: cosine similarity 0.9729 in its worst row (of 8; mean 0.9954), below 0.98 (int8_avx2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 4.829e-1; worst at flat index 135: got 0.3798545300960541, expected -0.10306565463542938)"
+        "known issue: diffusion_gemma on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 16 [model-specs/evidence/diffusion_gemma.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: diffusion_gemma on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:45:47Z): output last_hidden_state: cosine similarity 0.8951 in its worst row (of 16; mean 0.9731), below 0.95 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 9.464e-1; worst at flat index 91: got 1.0992896556854248, expected 0.15284383296966553); output encoder_last_hidden_state: cosine similarity 0.6193 in its worst row (of 8; mean 0.8669), below 0.95; relative L2 error 0.5159, above 0.25 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 2.370e0; worst at flat index 135: got 2.267299175262451, expected -0.10306565463542938)"
+        "known issue: diffusion_gemma on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 16 [model-specs/evidence/diffusion_gemma.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792851-30015 on vm, 2026-11-27T15:20:51Z): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
+        "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): TypeError: torch.finfo() requires a floating point input type [model-specs/evidence/diffusion_gemma.yaml]"
     );
 }
 /// diffusion_gemma on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::diffusion_gemma::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, features = ["cpu", "torch"], off =
-        "cpu or torch off: run `cargo test -p generated --features cpu,torch` where the onnxruntime CPU library (PyPI onnxruntime) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
 }

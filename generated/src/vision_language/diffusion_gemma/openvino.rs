@@ -4,39 +4,31 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::diffusion_gemma::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, features =
-        ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
+        gate_openvino
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, ignore =
-        "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792851-30015 on vm, 2026-11-27T15:20:51Z): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
+        "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): TypeError: torch.finfo() requires a floating point input type [model-specs/evidence/diffusion_gemma.yaml]"
     );
 }
 /// diffusion_gemma on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::diffusion_gemma::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
+        gate_openvino
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: diffusion_gemma on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (evidence: run 1795883575-3795 on vm, 2026-11-28T16:38:06Z): output last_hidden_state: cosine similarity 0.7401 in its worst row (of 16; mean 0.9098), below 0.95; relative L2 error 0.4248, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 1.731e0; worst at flat index 341: got -0.7691984176635742, expected 0.9614983797073364); output encoder_last_hidden_state: cosine similarity 0.7518 in its worst row (of 8; mean 0.8987), below 0.95; relative L2 error 0.4501, above 0.25 (nncf_int4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/diffusion_gemma.yaml) (max abs error 1.423e0; worst at flat index 234: got 0.7078735828399658, expected -0.7146382331848145)"
+        "known issue: diffusion_gemma on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 16 [model-specs/evidence/diffusion_gemma.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_OV, ignore =
-        "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795792851-30015 on vm, 2026-11-27T15:20:51Z): TypeError: torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
+        "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): TypeError: torch.finfo() requires a floating point input type [model-specs/evidence/diffusion_gemma.yaml]"
     );
 }

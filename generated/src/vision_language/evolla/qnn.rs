@@ -4,20 +4,17 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::evolla::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: evolla on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:51:29Z): output last_hidden_state: cosine similarity 0.7349 in its worst row (of 8; mean 0.9245), below 0.98; relative L2 error 0.3888, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/evolla.yaml) (max abs error 1.888e0; worst at flat index 16: got 0.6709051132202148, expected -1.2166002988815308)"
+        "known issue: evolla on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/evolla.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: evolla on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:51:23Z): not every node ran on QNNExecutionProvider: Cast ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (78%), 351 µs (0%); QNNExecutionProvider: 2 nodes (22%), 353473 µs (100%)); list an operator under `platforms.qnn.fallback_ops` in model-specs/models/vision_language/evolla.yaml only if it may run off QNNExecutionProvider, with the reason"
+        "known issue: evolla on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (78%), 351 µs (0%) [model-specs/evidence/evolla.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: evolla on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:51:24Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 397 of 2048 logits outside abs 0.039961061900680765 + rel 0, 0 of 2 rows with another top token (max abs error 1.437e-1; worst at flat index 1497: got -0.1342773586511612, expected 0.00944460928440094)"
+        "known issue: evolla on qnn with onnxruntime: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 397 of 2048 logits outside abs … + rel… [model-specs/evidence/evolla.yaml]"
     );
 }

@@ -4,21 +4,16 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::fuyu::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: fuyu on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:52:01Z): output last_hidden_state: cosine similarity 0.9385 in its worst row (of 8; mean 0.9595), below 0.98; relative L2 error 0.2849, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/fuyu.yaml) (max abs error 7.984e-1; worst at flat index 193: got 0.7239609360694885, expected -0.07441256195306778)"
+        "known issue: fuyu on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/fuyu.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: fuyu on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:52:00Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 199 of 2048 logits outside abs 0.04651731963826933 + rel 0, 1 of 2 rows with another top token (max abs error 1.315e-1; worst at flat index 1638: got 0.02648925967514515, expected -0.1049795150756836)"
+        "known issue: fuyu on qnn with onnxruntime: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 199 of 2048 logits outside abs … + rel… [model-specs/evidence/fuyu.yaml]"
     );
 }

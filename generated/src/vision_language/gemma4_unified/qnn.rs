@@ -4,21 +4,16 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::gemma4_unified::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: gemma4_unified on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:52:27Z): output last_hidden_state: cosine similarity -0.1485 in its worst row (of 8; mean 0.4659), below 0.98; relative L2 error 1.0334, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/gemma4_unified.yaml) (max abs error 3.262e0; worst at flat index 212: got -0.9508678913116455, expected 2.3109090328216553)"
+        "known issue: gemma4_unified on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/gemma4_unified.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =
-        "known issue: gemma4_unified on qnn with onnxruntime: generates failed: the engine or its provider (evidence: run 1795773557-1640 on vm, 2026-11-27T10:52:25Z): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 545 of 2048 logits outside abs 0.03873263188595502 + rel 0, 0 of 2 rows with another top token (max abs error 1.908e-1; worst at flat index 1915: got 0.0697631910443306, expected 0.2605469524860382)"
+        "known issue: gemma4_unified on qnn with onnxruntime: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 545 of 2048 logits outside abs … + rel… [model-specs/evidence/gemma4_unified.yaml]"
     );
 }

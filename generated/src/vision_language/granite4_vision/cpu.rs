@@ -4,36 +4,36 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::granite4_vision::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
+    runtime::precision_test!(
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, gate = gate_cpu
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, features = ["cpu"],
-        off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, gate =
+        gate_cpu
     );
     runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, features =
-        ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
-        =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "not tested here: granite4_vision's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795805812-7534 on vm, 2026-11-27T18:56:52Z): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`)"
+        "not tested here: granite4_vision's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`) [model-specs/evidence/granite4_vision.yaml]"
     );
 }
-/// granite4_vision on cpu with libtorch, device cpu: known-issue (granite4_vision on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:20Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; granite4_vision on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:20Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; granite4_vision on cpu with libtorch: runs failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:20Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method).
+/// granite4_vision on cpu with libtorch, device cpu: known-issue (granite4_vision on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/granite4_vision.yaml]; granite4_vision on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/granite4_vision.yaml]).
 ///
 /// Select this cell with `cargo test -p generated vision_language::granite4_vision::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, ignore =
-        "known issue: granite4_vision on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:20Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; granite4_vision on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:20Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; granite4_vision on cpu with libtorch: runs failed: the model with the standard tool (evidence: run 1795800738-21092 on vm, 2026-11-27T17:32:20Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method"
+    runtime::check_test!(
+        runs, super::super::cells::CPU_TORCH, ignore =
+        "known issue: granite4_vision on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/granite4_vision.yaml]"
+    );
+    runtime::check_test!(
+        matches_reference, super::super::cells::CPU_TORCH, ignore =
+        "known issue: granite4_vision on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/granite4_vision.yaml]"
+    );
+    runtime::check_test!(
+        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+        "known issue: granite4_vision on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/granite4_vision.yaml]"
     );
 }

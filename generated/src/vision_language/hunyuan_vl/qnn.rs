@@ -4,21 +4,13 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::hunyuan_vl::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: hunyuan_vl on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (evidence: run 1795813580-12300 on vm, 2026-11-27T21:07:18Z): component language: output last_hidden_state: cosine similarity 0.9588 in its worst row (of 1; mean 0.9588), below 0.98; relative L2 error 0.2871, above 0.1 (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/hunyuan_vl.yaml) (max abs error 1.316e0; worst at flat index 425: got -1.0136942863464355, expected 0.301901251077652)"
+        "known issue: hunyuan_vl on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): component language: output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/hunyuan_vl.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, features = ["qnn"],
-        off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
     );
-    runtime::generation_test!(
-        super::super::cells::QNN_ONNX, features = ["qnn"], off =
-        "qnn off: run `cargo test -p generated --features qnn` where a Qualcomm Snapdragon device, or Qualcomm's HTP emulator on x86-64 (PyPI onnxruntime-qnn 2.7.0 in the exporter venv) is present"
-    );
+    runtime::generation_test!(super::super::cells::QNN_ONNX, gate = gate_qnn);
 }

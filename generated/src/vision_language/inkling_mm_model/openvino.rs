@@ -4,37 +4,39 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::inkling_mm_model::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: inkling_mm_model on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-threads-20261129T0605Z on vm, 2026-11-29T05:30:44Z): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_10 node. Name:'OpenVINOExecutionProvider_OpenVINO-EP-subgraph_10_9' Status Message: /onnxruntime/onnxruntime/core/providers/openvino/backend_utils.cc:101 Ort::UnownedValue onnxruntime::openvino_ep::backend_utils::GetOutputTensor(Ort::KernelContext&, std::string, const onnxruntime::openvino_ep::SubGraphContext::string_index_map_t&, std::shared_ptr<ov::Node>) [OpenVINO-EP] Output names mismatch between OpenVINO and ONNX\n"
+        "known issue: inkling_mm_model on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_10 node [model-specs/evidence/inkling_mm_model.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, ignore =
-        "not tested here: inkling_mm_model's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_mm_model` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared"
+        "not tested here: inkling_mm_model's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/inkling_mm_model.yaml]"
     );
 }
-/// inkling_mm_model on openvino with OpenVINO runtime, device CPU: known-issue (inkling_mm_model on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:45Z): output last_hidden_state: 767 of 896 elements outside abs 0.0001 + rel 0.001 (max abs error 2.028e-2; worst at flat index 714: got -1.1689993143081665, expected -1.1487220525741577); inkling_mm_model on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:46Z): output last_hidden_state: 245 of 288 elements outside abs 0.0001 + rel 0.001 (max abs error 1.559e-2; worst at flat index 183: got 0.6642202138900757, expected 0.6798133850097656)).
+/// inkling_mm_model on openvino with OpenVINO runtime, device CPU: known-issue (inkling_mm_model on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 245 of 288 elements outside abs … + rel … (max abs error … [model-specs/evidence/inkling_mm_model.yaml]).
 ///
 /// Select this cell with `cargo test -p generated vision_language::inkling_mm_model::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, ignore =
-        "known issue: inkling_mm_model on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:45Z): output last_hidden_state: 767 of 896 elements outside abs 0.0001 + rel 0.001 (max abs error 2.028e-2; worst at flat index 714: got -1.1689993143081665, expected -1.1487220525741577); inkling_mm_model on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:46Z): output last_hidden_state: 245 of 288 elements outside abs 0.0001 + rel 0.001 (max abs error 1.559e-2; worst at flat index 183: got 0.6642202138900757, expected 0.6798133850097656)"
+    runtime::check_test!(runs, super::super::cells::OPENVINO_OV, gate = gate_openvino);
+    runtime::check_test!(
+        matches_reference, super::super::cells::OPENVINO_OV, ignore =
+        "known issue: inkling_mm_model on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 245 of 288 elements outside abs … + rel … (max abs error … [model-specs/evidence/inkling_mm_model.yaml]"
+    );
+    runtime::check_test!(
+        dynamic_shapes, super::super::cells::OPENVINO_OV, ignore =
+        "known issue: inkling_mm_model on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 767 of 896 elements outside abs … + rel … (max abs error … [model-specs/evidence/inkling_mm_model.yaml]"
     );
     runtime::precision_test!(
         nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: inkling_mm_model on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:45Z): output last_hidden_state: 767 of 896 elements outside abs 0.0001 + rel 0.001 (max abs error 2.028e-2; worst at flat index 714: got -1.1689993143081665, expected -1.1487220525741577); inkling_mm_model on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:46Z): output last_hidden_state: 245 of 288 elements outside abs 0.0001 + rel 0.001 (max abs error 1.559e-2; worst at flat index 183: got 0.6642202138900757, expected 0.6798133850097656)"
+        "known issue: inkling_mm_model on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 245 of 288 elements outside abs … + rel … (max abs error … [model-specs/evidence/inkling_mm_model.yaml]"
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: inkling_mm_model on openvino with openvino: dynamic_shapes failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:45Z): output last_hidden_state: 767 of 896 elements outside abs 0.0001 + rel 0.001 (max abs error 2.028e-2; worst at flat index 714: got -1.1689993143081665, expected -1.1487220525741577); inkling_mm_model on openvino with openvino: matches_reference failed: the engine or its provider (evidence: run 1795872134-17708 on vm, 2026-11-28T13:27:46Z): output last_hidden_state: 245 of 288 elements outside abs 0.0001 + rel 0.001 (max abs error 1.559e-2; worst at flat index 183: got 0.6642202138900757, expected 0.6798133850097656)"
+        "known issue: inkling_mm_model on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 245 of 288 elements outside abs … + rel … (max abs error … [model-specs/evidence/inkling_mm_model.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_OV, ignore =
-        "not tested here: inkling_mm_model's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795764010-8099 on vm, 2026-11-27T07:20:10Z): RuntimeError: the model's cache is not the one its spec declares (`cache:`; `gen import --model inkling_mm_model` derives it again): 8 differences: past_key_values.0.conv_state: in the model's cache, not declared; past_key_values.0.conv_state.1: in the model's cache, not declared; past_key_values.0.conv_state.2: in the model's cache, not declared; past_key_values.0.conv_state.3: in the model's cache, not declared"
+        "not tested here: inkling_mm_model's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/inkling_mm_model.yaml]"
     );
 }

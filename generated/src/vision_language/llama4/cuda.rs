@@ -4,31 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::llama4::cuda::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CUDA_ONNX, features = ["cuda"], off =
-        "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
+    runtime::cell_tests!(super::super::cells::CUDA_ONNX, gate = gate_cuda);
+    runtime::precision_test!(
+        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, gate = gate_cuda
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, features =
-        ["cuda"], off =
-        "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, features = ["cuda"],
-        off =
-        "cuda off: run `cargo test -p generated --features cuda` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present"
+        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, gate = gate_cuda
     );
     runtime::generation_test!(
         super::super::cells::CUDA_ONNX, ignore =
-        "known issue: llama4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)"
+        "known issue: llama4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported [model-specs/evidence/llama4.yaml]"
     );
 }
 /// llama4 on cuda with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::llama4::cuda::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CUDA_TORCH, features = ["cuda", "torch"], off =
-        "cuda or torch off: run `cargo test -p generated --features cuda,torch` where an NVIDIA GPU with its driver and onnxruntime-gpu (CUDA execution provider) or libtorch with CUDA is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::CUDA_TORCH, gate = gate_cuda_torch);
 }

@@ -4,26 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::llama4::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::MPS_ONNX, features = ["mps"], off =
-        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
-    );
+    runtime::cell_tests!(super::super::cells::MPS_ONNX, gate = gate_mps);
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, features = ["mps"],
-        off =
-        "mps off: run `cargo test -p generated --features mps` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present"
+        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, gate = gate_mps
     );
     runtime::generation_test!(
         super::super::cells::MPS_ONNX, ignore =
-        "known issue: llama4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (evidence: run 1795812136-2584 on vm, 2026-11-27T20:59:32Z): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported; dynamo exporter: ConversionError: Failed to convert the exported program to an ONNX model. This is step 3/3 of exporting the model to ONNX. (cause: DispatchError: No ONNX function found for <OpOverload(op='aten.unsqueeze', overload='default')>. Failure message: No decompositions registered for the complex-valued input)"
+        "known issue: llama4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported [model-specs/evidence/llama4.yaml]"
     );
 }
 /// llama4 on mps with libtorch, device mps: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::llama4::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::MPS_TORCH, features = ["mps", "torch"], off =
-        "mps or torch off: run `cargo test -p generated --features mps,torch` where an Apple Silicon Mac (CoreML execution provider / libtorch MPS) is present, with libtorch (torch 2.13.0, as in the exporter's venv; built with LIBTORCH_USE_PYTORCH=1)"
-    );
+    runtime::cell_tests!(super::super::cells::MPS_TORCH, gate = gate_mps_torch);
 }

@@ -4,35 +4,34 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::llava_next::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
+    runtime::precision_test!(
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, gate = gate_cpu
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, features = ["cpu"],
-        off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, features =
-        ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, gate =
+        gate_cpu
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: llava_next on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:46:19Z): output logits: top-1 agreement 0.7000, below 0.75 (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or model-specs/models/vision_language/llava_next.yaml) (max abs error 1.065e-1; worst at flat index 15244: got -0.22572679817676544, expected -0.33223554491996765)"
+        "known issue: llava_next on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits: top-1 agreement …, below … (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/llava_next.yaml]"
     );
-    runtime::generation_test!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::generation_test!(super::super::cells::CPU_ONNX, gate = gate_cpu);
 }
-/// llava_next on cpu with libtorch, device cpu: known-issue (llava_next on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; llava_next on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; llava_next on cpu with libtorch: runs failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method).
+/// llava_next on cpu with libtorch, device cpu: known-issue (llava_next on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/llava_next.yaml]; llava_next on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/llava_next.yaml]).
 ///
 /// Select this cell with `cargo test -p generated vision_language::llava_next::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, ignore =
-        "known issue: llava_next on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; llava_next on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method; llava_next on cpu with libtorch: runs failed: the model with the standard tool (evidence: run remeasure-20261127T040548Z on vm, 2026-11-27T04:10:01Z): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method"
+    runtime::check_test!(
+        runs, super::super::cells::CPU_TORCH, ignore =
+        "known issue: llava_next on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/llava_next.yaml]"
+    );
+    runtime::check_test!(
+        matches_reference, super::super::cells::CPU_TORCH, ignore =
+        "known issue: llava_next on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/llava_next.yaml]"
+    );
+    runtime::check_test!(
+        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+        "known issue: llava_next on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/llava_next.yaml]"
     );
 }

@@ -4,30 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::pp_ocrv5_server_rec::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_ONNX, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: pp_ocrv5_server_rec on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (evidence: run remeasure-openvino-20261127T042329Z on vm, 2026-11-27T04:39:36Z): cannot load <fixtures>/pp_ocrv5_server_rec/model.int8.onnx: This is an invalid model. Error: the graph is not acyclic."
+        "known issue: pp_ocrv5_server_rec on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/pp_ocrv5_server_rec/model.int8.onnx: This is an invalid model [model-specs/evidence/pp_ocrv5_server_rec.yaml]"
     );
 }
 /// pp_ocrv5_server_rec on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::pp_ocrv5_server_rec::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
-        super::super::cells::OPENVINO_OV, features = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, features
-        = ["openvino"], off =
-        "openvino off: run `cargo test -p generated --features openvino` where the onnxruntime-openvino library (PyPI onnxruntime-openvino), and OpenVINO's runtime (PyPI openvino 2026.4.1 in <cache>/venv-openvino-runtime) is present"
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
+        gate_openvino
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "unsupported: pp_ocrv5_server_rec on openvino with openvino: nncf_int4_matches_reference does not apply (evidence: run 1795883575-3795 on vm, 2026-11-28T16:39:07Z): NNCF could not make the nncf_int4 model: NNCF compressed no weight to int4 ({'int4': 0, 'int8': 81, 'int4_group_sizes': []})"
+        "unsupported: pp_ocrv5_server_rec on openvino with openvino: nncf_int4_matches_reference does not apply (does-not-apply): NNCF could not make the nncf_int4 model: NNCF compressed no weight to int4 ({'int4': 0, 'int8': 81, 'int4_group_sizes': []}) [model-specs/evidence/pp_ocrv5_server_rec.yaml]"
     );
 }

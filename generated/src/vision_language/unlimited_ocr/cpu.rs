@@ -4,34 +4,37 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::unlimited_ocr::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
-        super::super::cells::CPU_ONNX, features = ["cpu"], off =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
-    );
+    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: unlimited_ocr on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:46:59Z): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)"
+        "known issue: unlimited_ocr on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (export-failed): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4) [model-specs/evidence/unlimited_ocr.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: unlimited_ocr on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (evidence: run vnni-20261201T233948Z on vm, 2026-12-01T23:46:59Z): the exporter could not make the int8_avx2 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4)"
+        "known issue: unlimited_ocr on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (export-failed): the exporter could not make the int8_avx2 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4) [model-specs/evidence/unlimited_ocr.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, features = ["cpu"], off
-        =
-        "cpu off: run `cargo test -p generated --features cpu` where the onnxruntime CPU library (PyPI onnxruntime) is present"
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (evidence: run 1795815304-24639 on vm, 2026-11-27T21:35:04Z): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size"
+        "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size [model-specs/evidence/unlimited_ocr.yaml]"
     );
 }
-/// unlimited_ocr on cpu with libtorch, device cpu: known-issue (unlimited_ocr on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:35:04Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:35:04Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: runs failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:35:04Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at).
+/// unlimited_ocr on cpu with libtorch, device cpu: known-issue (unlimited_ocr on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/unlimited_ocr.yaml]; unlimited_ocr on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/unlimited_ocr.yaml]).
 ///
 /// Select this cell with `cargo test -p generated vision_language::unlimited_ocr::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
-        super::super::cells::CPU_TORCH, ignore =
-        "known issue: unlimited_ocr on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:35:04Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: matches_reference failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:35:04Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at; unlimited_ocr on cpu with libtorch: runs failed: the model with the standard tool (evidence: run 1795815280-24645 on vm, 2026-11-27T21:35:04Z): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at"
+    runtime::check_test!(
+        runs, super::super::cells::CPU_TORCH, ignore =
+        "known issue: unlimited_ocr on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/unlimited_ocr.yaml]"
+    );
+    runtime::check_test!(
+        matches_reference, super::super::cells::CPU_TORCH, ignore =
+        "known issue: unlimited_ocr on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/unlimited_ocr.yaml]"
+    );
+    runtime::check_test!(
+        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+        "known issue: unlimited_ocr on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/unlimited_ocr.yaml]"
     );
 }

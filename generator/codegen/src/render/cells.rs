@@ -5,6 +5,9 @@
 use hwmatrix_cell::{Planned, Platform, decl};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
+use std::collections::BTreeMap;
+
+use super::test_module::Gate;
 
 use hwmatrix_specs::plan::{CellPlan, ModelPlan, PlatformPlan};
 use hwmatrix_specs::spec::{
@@ -115,7 +118,14 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
         let platform = ident(&cell.platform.name().to_uppercase());
         let doc = format!(" {} on {}: {} ({}).", plan.model.spec.model_type, cell.platform, cell.planned, engine_doc(&cell.engine));
         let planned = planned(&cell.planned);
-        let mut cell_expr = quote!(runtime::Cell::new(&super::MODEL, &crate::platforms::#platform, &crate::platforms::#name, #planned));
+        let mut cell_expr = quote!(Cell::new(&super::MODEL, &crate::platforms::#platform, &crate::platforms::#name, #planned));
+        if !cell.check_plans.is_empty() {
+            let plans = cell.check_plans.iter().map(|(check, planned)| {
+                let planned = self::planned(planned);
+                quote!(CheckPlan { check: #check, planned: #planned })
+            });
+            cell_expr = quote!(#cell_expr.with_check_plans(&[ #(#plans),* ]));
+        }
         if let Some(t) = &cell.tolerance_override {
             let t = tolerance(t);
             cell_expr = quote!(#cell_expr.with_tolerance(#t));
@@ -125,18 +135,19 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
                 let precision = ident(&format!("{:?}", p.precision));
                 let p_planned = self::planned(&p.planned);
                 let PrecisionTolerance { min_cosine, max_rel_l2, min_top1, .. } = &p.tolerance;
-                quote!(runtime::PrecisionCheck {
-                    precision: runtime::Precision::#precision,
-                    planned: #p_planned,
-                    bound: runtime::AgreementBound { min_cosine: #min_cosine, max_rel_l2: #max_rel_l2, min_top1: #min_top1 },
-                })
+                let (min_cosine, max_rel_l2, min_top1) = (float(*min_cosine), float(*max_rel_l2), float(*min_top1));
+                let bound = quote!(AgreementBound::new(#min_cosine, #max_rel_l2, #min_top1));
+                match p.planned {
+                    Planned::Run => quote!(PrecisionCheck::run(Precision::#precision, #bound)),
+                    _ => quote!(PrecisionCheck::new(Precision::#precision, #p_planned, #bound)),
+                }
             });
             cell_expr = quote!(#cell_expr.with_precision_checks(&[ #(#checks),* ]));
             let class_plans: Vec<TokenStream> = cell.precision_checks.iter().flat_map(|p| {
                 let precision = ident(&format!("{:?}", p.precision));
                 p.by_class.iter().map(move |(class, planned)| {
                     let planned = self::planned(planned);
-                    quote!(runtime::ClassPlan { precision: runtime::Precision::#precision, class: #class, planned: #planned })
+                    quote!(ClassPlan { precision: Precision::#precision, class: #class, planned: #planned })
                 })
             }).collect();
             if !class_plans.is_empty() {
@@ -150,11 +161,12 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
         if let Some((precision, bound, reason, agreement)) = &cell.float32_computed_in {
             let precision = ident(&format!("{precision:?}"));
             let PrecisionTolerance { min_cosine, max_rel_l2, min_top1, .. } = agreement;
-            let agreement = quote!(runtime::AgreementBound { min_cosine: #min_cosine, max_rel_l2: #max_rel_l2, min_top1: #min_top1 });
-            cell_expr = quote!(#cell_expr.computing_float32_in(runtime::Precision::#precision, #bound, #reason, #agreement));
+            let (min_cosine, max_rel_l2, min_top1) = (float(*min_cosine), float(*max_rel_l2), float(*min_top1));
+            let agreement = quote!(AgreementBound::new(#min_cosine, #max_rel_l2, #min_top1));
+            cell_expr = quote!(#cell_expr.computing_float32_in(Precision::#precision, #bound, #reason, #agreement));
         }
         if !cell.fallback_ops.is_empty() {
-            let fallback = cell.fallback_ops.iter().map(|(op, reason)| quote!(runtime::AllowedFallback { op: #op, reason: #reason }));
+            let fallback = cell.fallback_ops.iter().map(|(op, reason)| quote!(AllowedFallback { op: #op, reason: #reason }));
             cell_expr = quote!(#cell_expr.allowing_fallback(&[ #(#fallback),* ]));
         }
         if let Some(reason) = &cell.in_own_process {
@@ -162,7 +174,7 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
         }
         quote! {
             #[doc = #doc]
-            pub static #name: runtime::Cell = #cell_expr;
+            pub static #name: Cell = #cell_expr;
         }
     });
     let quantization = plan.quantization.as_ref().map(|q| {
@@ -175,15 +187,15 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
             let expected = match c.expected {
                 Some(r) => {
                     let r = ident(&format!("{r:?}"));
-                    quote!(Some(runtime::Rating::#r))
+                    quote!(Some(Rating::#r))
                 }
                 None => quote!(None),
             };
-            quote!(runtime::QuantizationCheck { scheme: runtime::QuantScheme::#scheme, planned: #planned, expected: #expected })
+            quote!(QuantizationCheck { scheme: QuantScheme::#scheme, planned: #planned, expected: #expected })
         });
         quote! {
             #[doc = #doc]
-            pub static #name: runtime::QuantizationCell = runtime::QuantizationCell {
+            pub static #name: QuantizationCell = QuantizationCell {
                 model: &super::MODEL,
                 platform: &crate::platforms::#platform,
                 settings: &crate::platforms::QUANTIZATION,
@@ -193,6 +205,7 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
     });
     quote! {
         //! The cells of this model: how each platform and engine runs it, and what is planned for it.
+        use runtime::cells_prelude::*;
         #(#cells)*
         #quantization
     }
@@ -237,6 +250,7 @@ pub fn platforms<'a>(
     hardware: &dyn Fn(Platform) -> &'a PlatformSpec,
     quantization: &QuantizationFile,
 ) -> TokenStream {
+    let quantization_platform = quantization.platform;
     let quantization = quantization_settings(platforms, quantization);
     let decls = platforms.iter().map(|p| {
         let spec = hardware(p.platform);
@@ -287,10 +301,12 @@ pub fn platforms<'a>(
     features.sort();
     features.dedup();
     let features = features.iter().map(|f| quote!(#f => cfg!(feature = #f),));
+    let gates = gates(platforms, hardware, quantization_platform);
     quote! {
         //! The platforms of hardware.yaml: cargo feature, what each needs, and the engines that serve its cells.
         #(#decls)*
         #quantization
+        #gates
 
         /// Whether a cargo feature (a platform's or an engine's) is on in this build.
         pub fn feature_on(feature: &str) -> bool {
@@ -300,6 +316,48 @@ pub fn platforms<'a>(
             }
         }
     }
+}
+
+/// The gates of platforms.rs: a macro per platform and engine (and one for the
+/// quantization checks) that gives each test it wraps the `#[ignore]` of a
+/// build without the cargo features it needs, its message written once here.
+fn gates<'a>(
+    platforms: &[PlatformPlan],
+    hardware: &dyn Fn(Platform) -> &'a PlatformSpec,
+    quantization_platform: Platform,
+) -> TokenStream {
+    let mut gates = BTreeMap::new();
+    for p in platforms {
+        for e in &p.engines {
+            let gate = Gate::of_engine(hardware(p.platform), e.kind());
+            gates.entry(gate.name.clone()).or_insert(gate);
+        }
+        if p.platform == quantization_platform {
+            let gate = Gate::of_quantization(hardware(p.platform));
+            gates.entry(gate.name.clone()).or_insert(gate);
+        }
+    }
+    let macros = gates.values().map(|gate| {
+        let name = ident(&gate.name);
+        let features = &gate.features;
+        let off = &gate.off;
+        let doc = format!(
+            " The tests it wraps are ignored unless the cargo feature{} {} {} on.",
+            if features.len() > 1 { "s" } else { "" },
+            features.join(" and "),
+            if features.len() > 1 { "are" } else { "is" }
+        );
+        quote! {
+            #[doc = #doc]
+            #[allow(unused_macros)]
+            macro_rules! #name {
+                ($($test:item)*) => {
+                    $( #[cfg_attr(not(all(#(feature = #features),*)), ignore = #off)] $test )*
+                };
+            }
+        }
+    });
+    quote!(#(#macros)*)
 }
 
 /// How an engine reads in docs.
@@ -351,13 +409,13 @@ fn engine_expr(engine: &EngineSpec) -> TokenStream {
 fn planned(planned: &Planned<String>) -> TokenStream {
     let basis = |b: &hwmatrix_cell::Basis| {
         let b = ident(&format!("{b:?}"));
-        quote!(runtime::Basis::#b)
+        quote!(Basis::#b)
     };
     match planned {
-        Planned::Run => quote!(runtime::Planned::Run),
+        Planned::Run => quote!(Planned::Run),
         Planned::Unsupported { reason, basis: b } => {
             let b = basis(b);
-            quote!(runtime::Planned::Unsupported { reason: #reason, basis: #b })
+            quote!(Planned::Unsupported { reason: #reason, basis: #b })
         }
         Planned::KnownIssue {
             reason,
@@ -368,18 +426,24 @@ fn planned(planned: &Planned<String>) -> TokenStream {
             let stage = match stage {
                 Some(stage) => {
                     let stage = ident(&format!("{stage:?}"));
-                    quote!(Some(runtime::Stage::#stage))
+                    quote!(Some(Stage::#stage))
                 }
                 None => quote!(None),
             };
-            quote!(runtime::Planned::KnownIssue { reason: #reason, basis: #b, stage: #stage })
+            quote!(Planned::KnownIssue { reason: #reason, basis: #b, stage: #stage })
         }
-        Planned::NoEngine { reason } => quote!(runtime::Planned::NoEngine { reason: #reason }),
+        Planned::NoEngine { reason } => quote!(Planned::NoEngine { reason: #reason }),
         Planned::NotTested { reason, stage } => {
             let stage = ident(&format!("{stage:?}"));
-            quote!(runtime::Planned::NotTested { reason: #reason, stage: runtime::Stage::#stage })
+            quote!(Planned::NotTested { reason: #reason, stage: Stage::#stage })
         }
     }
+}
+
+/// A bound as a literal without its type's suffix (`0.98`, not `0.98f64`): the
+/// declarations' types say it.
+fn float(value: f64) -> proc_macro2::Literal {
+    proc_macro2::Literal::f64_unsuffixed(value)
 }
 
 fn tolerance(t: &ToleranceSpec) -> TokenStream {

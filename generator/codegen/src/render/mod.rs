@@ -210,7 +210,9 @@ fn lib_module(
     // rustfmt (`cargo fmt --check` in CI) skips every module of the crate.
     quote! {
         #![doc = #doc]
+        // First, with its gates' macros in scope in every module after it.
         #[rustfmt::skip]
+        #[macro_use]
         pub mod platforms;
         #(#[rustfmt::skip] pub mod #category_mods;)*
 

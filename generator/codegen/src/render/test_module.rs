@@ -41,9 +41,6 @@ pub fn render(
 /// What the template needs of one engine's cell.
 fn engine_cell(cell: &CellPlan, hardware: &PlatformSpec) -> serde_json::Value {
     let kind = cell.engine.kind();
-    let features: Vec<&str> = std::iter::once(hardware.feature.as_str())
-        .chain(kind.cargo_feature())
-        .collect();
     let ignore_always = ignore_reason;
     let precision_checks: Vec<serde_json::Value> = cell
         .precision_checks
@@ -57,14 +54,6 @@ fn engine_cell(cell: &CellPlan, hardware: &PlatformSpec) -> serde_json::Value {
             })
         })
         .collect();
-    let needs = match kind.cargo_feature() {
-        Some(_) => format!(
-            "{} is present, with {}",
-            hardware.requires,
-            engine_requires(kind)
-        ),
-        None => format!("{} is present", hardware.requires),
-    };
     serde_json::json!({
         "engine_module": kind.module(cell.platform),
         "engine_doc": crate::render::cells::engine_doc(&cell.engine),
@@ -72,17 +61,33 @@ fn engine_cell(cell: &CellPlan, hardware: &PlatformSpec) -> serde_json::Value {
         "reason": cell.planned.reason(),
         "reason_doc": cell.planned.reason().map(one_line),
         "cell_const": super::cells::cell_const(cell),
-        "features": features.iter().map(|f| rust_literal(f)).collect::<Vec<_>>().join(", "),
+        "gate": Gate::of_engine(hardware, kind).name,
         "ignore_always": ignore_always(&cell.planned),
+        // Each float32 check apart, where one is planned otherwise than the cell.
+        "checks": check_tests(cell),
         "precision_checks": precision_checks,
         // The `generates` check: Some(ignore reason or null) for a generating model's ONNX cells.
         "generation": cell.generation.as_ref().map(|g| serde_json::json!({ "ignore_always": ignore_always(g) })),
-        "ignore_feature_off": rust_literal(&format!(
-            "{} off: run `cargo test -p generated --features {}` where {needs}",
-            features.join(" or "),
-            features.join(",")
-        )),
     })
+}
+
+/// The float32 checks one by one (name, ignore reason or null) where any is
+/// planned otherwise than its cell; empty where one `cell_tests!` says all.
+fn check_tests(cell: &CellPlan) -> Vec<serde_json::Value> {
+    if cell.check_plans.is_empty() {
+        return Vec::new();
+    }
+    hwmatrix_cell::CHECKS
+        .iter()
+        .map(|&check| {
+            let planned = cell
+                .check_plans
+                .iter()
+                .find(|(c, _)| *c == check)
+                .map_or(&cell.planned, |(_, p)| p);
+            serde_json::json!({ "name": check, "ignore_always": ignore_reason(planned) })
+        })
+        .collect()
 }
 
 /// What the template needs of a model's quantization checks: one test per scheme.
@@ -99,15 +104,60 @@ fn quantization_checks(plan: &QuantizationPlan, hardware: &PlatformSpec) -> serd
             })
         })
         .collect();
-    let feature = &hardware.feature;
     serde_json::json!({
         "cell_const": super::cells::quantization_const(plan.platform),
-        "features": rust_literal(feature),
+        "gate": Gate::of_quantization(hardware).name,
         "checks": checks,
-        "ignore_feature_off": rust_literal(&format!(
-            "{feature} off: run `cargo test -p generated --features {feature}` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
-        )),
     })
+}
+
+/// The cargo features a test needs, and the `#[ignore]` message of a build
+/// without them: written once per platform and engine in platforms.rs, as a
+/// macro the runtime's test macros wrap their tests in (an attribute takes only
+/// a literal, never a constant), so thousands of tests do not repeat it.
+pub struct Gate {
+    /// The macro's name (`gate_cpu_torch`).
+    pub name: String,
+    pub features: Vec<String>,
+    pub off: String,
+}
+
+impl Gate {
+    /// The gate of an engine's cells on a platform: its platform's feature, and the engine's own.
+    pub fn of_engine(hardware: &PlatformSpec, kind: EngineKind) -> Gate {
+        let features: Vec<String> = std::iter::once(hardware.feature.clone())
+            .chain(kind.cargo_feature().map(String::from))
+            .collect();
+        let needs = match kind.cargo_feature() {
+            Some(_) => format!(
+                "{} is present, with {}",
+                hardware.requires,
+                engine_requires(kind)
+            ),
+            None => format!("{} is present", hardware.requires),
+        };
+        Gate {
+            name: format!("gate_{}", features.join("_")),
+            off: format!(
+                "{} off: run `cargo test -p generated --features {}` where {needs}",
+                features.join(" or "),
+                features.join(",")
+            ),
+            features,
+        }
+    }
+
+    /// The gate of a platform's quantization checks (wgpu's kernels).
+    pub fn of_quantization(hardware: &PlatformSpec) -> Gate {
+        let feature = &hardware.feature;
+        Gate {
+            name: format!("gate_{feature}_wgpu"),
+            off: format!(
+                "{feature} off: run `cargo test -p generated --features {feature}` where a WebGPU adapter for wgpu is present (Vulkan, e.g. Mesa lavapipe: mesa-vulkan-drivers)"
+            ),
+            features: vec![feature.clone()],
+        }
+    }
 }
 
 /// The `#[ignore]` reason of a test that never runs (unsupported or known issue), as a Rust literal.

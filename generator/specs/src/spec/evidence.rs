@@ -166,26 +166,31 @@ impl Entry {
         (then != now).then(|| format!("measured with {package} {then}, this checkout pins {now}"))
     }
 
-    /// The entry as a planned status's reason: its error, who failed, and when.
-    pub fn reason(&self, what: &str) -> String {
+    /// The entry as a planned status's reason, in one stable line that
+    /// generated code carries: who failed, the error's kind, its cause in a
+    /// sentence ([`crate::text::cause`]) and the store file it comes from.
+    /// Never its run, date or log: a re-measurement that fails the same way
+    /// changes no generated file; the store keeps the whole error and its
+    /// provenance.
+    pub fn reason(&self, what: &str, model_type: &str) -> String {
         let who = match (self.outcome, self.attribution) {
             (EntryOutcome::DoesNotApply, _) => "does not apply".to_string(),
             (_, Some(attribution)) => format!("failed: {}", attribution.phrase()),
             (_, None) => "failed".to_string(),
         };
-        let when = match (&self.provenance.run, &self.provenance.legacy) {
-            (Some(run), _) => format!(
-                "run {run} on {}, {}",
-                self.provenance.host.as_deref().unwrap_or("an unnamed host"),
-                self.provenance.date
-            ),
-            (None, Some(_)) => format!(
-                "recorded {} before evidence carried provenance; stale",
-                self.provenance.date
-            ),
-            (None, None) => self.provenance.date.clone(),
+        let kind = self
+            .error_kind
+            .map(|k| format!(" ({})", k.name()))
+            .unwrap_or_default();
+        let legacy = if self.provenance.legacy.is_some() {
+            ", recorded before evidence carried provenance: stale"
+        } else {
+            ""
         };
-        format!("{what} {who} (evidence: {when}): {}", self.error)
+        format!(
+            "{what} {who}{kind}: {} [model-specs/evidence/{model_type}.yaml{legacy}]",
+            crate::text::cause(&self.error)
+        )
     }
 
     /// The order entries are kept in: by name (a pipeline check first), an
@@ -247,6 +252,100 @@ pub fn relative_paths(error: &str) -> String {
         }
     }
     without_scratch_pids(&text)
+}
+
+/// An error as the store keeps it: its cause, without what changes from run
+/// to run or machine to machine. This machine's paths become `<fixtures>`,
+/// `<cache>`, `~` ([`relative_paths`]) and a scratch folder of /tmp
+/// `<tmp>`; a browser's page log (` (page log: ...)`, wall-clock stamps and
+/// terminal colours in every line) and any ANSI escape are dropped. The
+/// whole error, log included, stays in the run's records.
+pub fn stored_error(error: &str) -> String {
+    let text = without_page_logs(&relative_paths(error));
+    without_tmp_paths(&without_ansi(&text))
+}
+
+/// Whether a stored error still holds what [`stored_error`] removes.
+pub fn untidy(error: &str) -> Option<&'static str> {
+    if error.contains(PAGE_LOG) {
+        Some("a browser's page log")
+    } else if error.contains('\u{1b}') {
+        Some("a terminal escape")
+    } else if error.contains("/root/") || error.contains("/home/") || error.contains("/tmp/") {
+        Some("a path of the machine that measured it")
+    } else {
+        None
+    }
+}
+
+const PAGE_LOG: &str = " (page log: ";
+
+/// `text` without its ` (page log: ...)` parts (to the parenthesis that closes
+/// each, or the end).
+fn without_page_logs(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(PAGE_LOG) {
+        out.push_str(&rest[..at]);
+        let mut depth = 0usize;
+        let mut end = rest.len();
+        for (i, c) in rest[at + 1..].char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = at + 1 + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` without ANSI escape sequences (`ESC [ ... m`).
+fn without_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `/tmp/<scratch>/...` as `<tmp>/...`: a temporary folder's name is random.
+fn without_tmp_paths(text: &str) -> String {
+    const TMP: &str = "/tmp/";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(TMP) {
+        out.push_str(&rest[..at]);
+        out.push_str("<tmp>");
+        let after = &rest[at + TMP.len() - 1..];
+        // Drop the scratch folder's name, keep what is inside it.
+        let name_end = after[1..]
+            .find(|c: char| c == '/' || c.is_whitespace() || "'\"),:".contains(c))
+            .map_or(after.len(), |i| i + 1);
+        rest = &after[name_end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The exporter's scratch folder is `<model>.partial-<pid>` (export.py): the
@@ -337,10 +436,10 @@ fn validate(path: &Path, source: &str, file: &EvidenceFile, errors: &mut Vec<Spe
                 format!("entry {name} has no error"),
                 "keep the check's whole error",
             ))
-        } else if entry.error.contains("/root/") || entry.error.contains("/home/") {
+        } else if let Some(what) = untidy(&entry.error) {
             Some((
-                format!("entry {name}'s error names a path of the machine that measured it"),
-                "write paths relative to the fixture root (`<fixtures>/...`): gen import does",
+                format!("entry {name}'s error holds {what}"),
+                "keep the cause only, with paths relative to the fixture root (`<fixtures>/...`); the run's records keep the rest: gen import writes it so",
             ))
         } else if entry.provenance.legacy.is_none()
             && (entry.provenance.run.is_none() || entry.provenance.host.is_none())
@@ -382,6 +481,9 @@ pub fn write(root: &Path, mut file: EvidenceFile) -> Result<bool, String> {
         .join("evidence")
         .join(format!("{}.yaml", file.model_type));
     file.entries.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    for entry in &mut file.entries {
+        entry.error = stored_error(&entry.error);
+    }
     let old = std::fs::read_to_string(&path).ok();
     if file.entries.is_empty() {
         if old.is_some() {
@@ -732,7 +834,7 @@ pub fn pipeline_failure(check: &str, failure: &PipelineFailure, fixture_key: &st
         } else {
             ErrorKind::ExportFailed
         }),
-        error: relative_paths(&failure.error),
+        error: stored_error(&failure.error),
         provenance: Provenance::of_pipeline(fixture_key),
     }
 }
@@ -940,6 +1042,20 @@ mod tests {
     }
 
     #[test]
+    fn a_stored_error_keeps_the_cause_and_drops_the_log() {
+        let error = "onnxruntime-web (webgpu) running the model: failed (code 1) (page log: \u{1b}[1;31m2026-11-28 16:57:17.188428 [E:onnxruntime:, a.cc:671 Run] Starting program \"Cast\" (24, 1, 1)\u{1b}[m | x); calibration in /tmp/ort.quant.mhhojdgo/augmented_model.onnx";
+        let stored = stored_error(error);
+        assert_eq!(
+            stored,
+            "onnxruntime-web (webgpu) running the model: failed (code 1); calibration in <tmp>/augmented_model.onnx"
+        );
+        assert_eq!(untidy(&stored), None);
+        assert_eq!(untidy(error), Some("a browser's page log"));
+        assert_eq!(untidy("a \u{1b}[0;93mwarning"), Some("a terminal escape"));
+        assert_eq!(stored_error(&stored), stored, "tidying is idempotent");
+    }
+
+    #[test]
     fn who_failed_decides_known_issue_or_not_tested_here() {
         let mut entry = failure(
             Some(Platform::Webgpu),
@@ -955,7 +1071,7 @@ mod tests {
         );
         assert!(
             entry
-                .reason("bert on webgpu")
+                .reason("bert on webgpu", "bert")
                 .contains("the environment here (not tested here)")
         );
         let legacy = Entry {
