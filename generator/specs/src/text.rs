@@ -31,8 +31,24 @@ pub fn cause(error: &str) -> String {
         .filter_map(|sep| first.find(sep))
         .min()
         .unwrap_or(first.len());
-    let clause = first[..end].trim_end_matches(['.', ':', ',', ' ']);
+    let clause = without_open_parenthesis(&first[..end]).trim_end_matches(['.', ':', ',', ' ']);
     shorten(&mask_decimals(clause), 160)
+}
+
+/// `text` up to the parenthesis a cut left open (`in its worst row (of 2`):
+/// a clause that ends inside a parenthesis ends before it.
+fn without_open_parenthesis(text: &str) -> &str {
+    let mut open = Vec::new();
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => open.push(i),
+            ')' => {
+                open.pop();
+            }
+            _ => {}
+        }
+    }
+    open.first().map_or(text, |&i| &text[..i])
 }
 
 /// `text` with each decimal number (`0.1721`, `-5.6e-2`, `1e-5`) as `…`;
@@ -97,7 +113,7 @@ mod tests {
             cause(
                 "output pooler_output: relative L2 error 0.1721, above 0.1 (int8's bounds) (max abs error 5.637e-2; worst at flat index 26)"
             ),
-            "output pooler_output: relative L2 error …, above … (int8's bounds) (max abs error …"
+            "output pooler_output: relative L2 error …, above … (int8's bounds)"
         );
         assert_eq!(
             cause(

@@ -585,7 +585,7 @@ pub struct Cell {
     pub platform: &'static PlatformDecl,
     pub engine: &'static Engine,
     /// The cell's status: that of its checks at the export shape (`runs`,
-    /// `matches_reference`), which its precision checks inherit.
+    /// `matches_reference`).
     pub planned: Planned,
     /// Float32 checks planned otherwise than the cell, from their own stored
     /// outcomes (see [`CheckPlan`]).

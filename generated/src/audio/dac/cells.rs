@@ -13,7 +13,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "dac on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row (of 1 [model-specs/evidence/dac.yaml]",
+                    reason: "dac on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row [model-specs/evidence/dac.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -22,7 +22,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8Avx2,
                 Planned::KnownIssue {
-                    reason: "dac on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row (of 1 [model-specs/evidence/dac.yaml]",
+                    reason: "dac on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row [model-specs/evidence/dac.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -131,7 +131,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "dac on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row (of 1 [model-specs/evidence/dac.yaml]",
+                    reason: "dac on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row [model-specs/evidence/dac.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -153,7 +153,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "dac on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output audio_values: 1367 of 1600 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/dac.yaml]",
+            reason: "dac on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output audio_values: 1367 of 1600 elements outside … of the output's spread (… abs) [model-specs/evidence/dac.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -167,7 +167,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "dac on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output audio_values: 4066 of 4800 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/dac.yaml]",
+                    reason: "dac on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output audio_values: 4066 of 4800 elements outside … of the output's spread (… abs) [model-specs/evidence/dac.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -179,7 +179,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "dac on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output audio_values: 1367 of 1600 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/dac.yaml]",
+                    reason: "dac on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output audio_values: 4066 of 4800 elements outside … of the output's spread (… abs) [model-specs/evidence/dac.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -188,7 +188,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "dac on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output audio_values: 1367 of 1600 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/dac.yaml]",
+                    reason: "dac on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output audio_values: 4066 of 4800 elements outside … of the output's spread (… abs) [model-specs/evidence/dac.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -214,7 +214,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "dac on webnn with browser: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row (of 1 [model-specs/evidence/dac.yaml]",
+                    reason: "dac on webnn with browser: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row [model-specs/evidence/dac.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -257,7 +257,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "dac on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row (of 1 [model-specs/evidence/dac.yaml]",
+                    reason: "dac on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row [model-specs/evidence/dac.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

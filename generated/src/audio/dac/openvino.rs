@@ -17,7 +17,7 @@ mod ov {
     runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
     runtime::precision_test!(
         nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: dac on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row (of 1 [model-specs/evidence/dac.yaml]"
+        "known issue: dac on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row [model-specs/evidence/dac.yaml]"
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =

@@ -7,7 +7,7 @@ mod browser {
     runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: dac on webnn with browser: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row (of 1 [model-specs/evidence/dac.yaml]"
+        "known issue: dac on webnn with browser: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row [model-specs/evidence/dac.yaml]"
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =

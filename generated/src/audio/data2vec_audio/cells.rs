@@ -91,7 +91,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "data2vec-audio on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 264 µs (2%) [model-specs/evidence/data2vec-audio.yaml]",
+                    reason: "data2vec-audio on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/data2vec-audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -91,7 +91,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "encodec on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×18 on CPUExecutionProvider, DynamicQuantizeLSTM ×2 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/encodec.yaml]",
+                    reason: "encodec on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×18 on CPUExecutionProvider, DynamicQuantizeLSTM ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/encodec.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -212,7 +212,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "encodec on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×11 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 392 nodes… [model-specs/evidence/encodec.yaml]",
+                    reason: "encodec on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×11 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/encodec.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -222,7 +222,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "encodec on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×11 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 392 nodes… [model-specs/evidence/encodec.yaml]",
+                    reason: "encodec on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×11 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/encodec.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

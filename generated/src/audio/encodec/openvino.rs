@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: encodec on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×18 on CPUExecutionProvider, DynamicQuantizeLSTM ×2 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/encodec.yaml]"
+        "known issue: encodec on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×18 on CPUExecutionProvider, DynamicQuantizeLSTM ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/encodec.yaml]"
     );
 }
 /// encodec on openvino with OpenVINO runtime, device CPU: run.

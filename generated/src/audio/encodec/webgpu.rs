@@ -24,14 +24,14 @@ mod native {
     runtime::cell_tests!(super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: encodec on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×11 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 392 nodes… [model-specs/evidence/encodec.yaml]"
+        "known issue: encodec on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×11 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/encodec.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, gate = gate_webgpu
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: encodec on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×11 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 392 nodes… [model-specs/evidence/encodec.yaml]"
+        "known issue: encodec on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×11 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/encodec.yaml]"
     );
 }
 /// encodec on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

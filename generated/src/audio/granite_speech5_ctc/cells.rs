@@ -97,7 +97,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "granite_speech5_ctc on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/granite_speech5_ctc.yaml]; granite_speech5_ctc on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/granite_speech5_ctc.yaml]",
+            reason: "granite_speech5_ctc on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech5_ctc.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -107,7 +107,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "granite_speech5_ctc on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/granite_speech5_ctc.yaml]",
+                    reason: "granite_speech5_ctc on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech5_ctc.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -115,7 +115,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "granite_speech5_ctc on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/granite_speech5_ctc.yaml]",
+                    reason: "granite_speech5_ctc on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech5_ctc.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -123,7 +123,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "granite_speech5_ctc on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/granite_speech5_ctc.yaml]",
+                    reason: "granite_speech5_ctc on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech5_ctc.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -135,7 +135,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "granite_speech5_ctc on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/granite_speech5_ctc.yaml]; granite_speech5_ctc on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/granite_speech5_ctc.yaml]",
+                    reason: "granite_speech5_ctc on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech5_ctc.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -168,7 +168,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "granite_speech5_ctc on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 35 µs (0%) [model-specs/evidence/granite_speech5_ctc.yaml]; granite_speech5_ctc on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 41 µs (0%) [model-specs/evidence/granite_speech5_ctc.yaml]",
+            reason: "granite_speech5_ctc on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech5_ctc.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -178,7 +178,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "granite_speech5_ctc on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 41 µs (0%) [model-specs/evidence/granite_speech5_ctc.yaml]",
+                    reason: "granite_speech5_ctc on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech5_ctc.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -186,7 +186,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "granite_speech5_ctc on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 35 µs (0%) [model-specs/evidence/granite_speech5_ctc.yaml]",
+                    reason: "granite_speech5_ctc on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech5_ctc.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -194,7 +194,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "granite_speech5_ctc on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 38 µs (0%) [model-specs/evidence/granite_speech5_ctc.yaml]",
+                    reason: "granite_speech5_ctc on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech5_ctc.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -206,7 +206,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "granite_speech5_ctc on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 35 µs (0%) [model-specs/evidence/granite_speech5_ctc.yaml]; granite_speech5_ctc on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 41 µs (0%) [model-specs/evidence/granite_speech5_ctc.yaml]",
+                    reason: "granite_speech5_ctc on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech5_ctc.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -215,7 +215,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "granite_speech5_ctc on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 35 µs (0%) [model-specs/evidence/granite_speech5_ctc.yaml]; granite_speech5_ctc on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (50%), 41 µs (0%) [model-specs/evidence/granite_speech5_ctc.yaml]",
+                    reason: "granite_speech5_ctc on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech5_ctc.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: lasr_ctc on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×9 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (47%), 166 µs (1%) [model-specs/evidence/lasr_ctc.yaml]"
+        "known issue: lasr_ctc on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×9 on CPUExecutionProvider ran elsewhere [model-specs/evidence/lasr_ctc.yaml]"
     );
 }
 /// lasr_ctc on openvino with OpenVINO runtime, device CPU: run.

@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: mimi_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×9 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (47%), 487 µs (5%) [model-specs/evidence/mimi_encoder.yaml]"
+        "known issue: mimi_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×9 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mimi_encoder.yaml]"
     );
 }
 /// mimi_encoder on openvino with OpenVINO runtime, device CPU: run.

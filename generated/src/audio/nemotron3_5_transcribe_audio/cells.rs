@@ -14,7 +14,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8Avx2,
                 Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+                    reason: "nemotron3_5_transcribe_audio on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -23,7 +23,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+                    reason: "nemotron3_5_transcribe_audio on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -111,7 +111,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "nemotron3_5_transcribe_audio on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]; nemotron3_5_transcribe_audio on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+            reason: "nemotron3_5_transcribe_audio on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_5_transcribe_audio.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -121,7 +121,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+                    reason: "nemotron3_5_transcribe_audio on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -129,7 +129,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+                    reason: "nemotron3_5_transcribe_audio on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -137,7 +137,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+                    reason: "nemotron3_5_transcribe_audio on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -149,7 +149,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]; nemotron3_5_transcribe_audio on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+                    reason: "nemotron3_5_transcribe_audio on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, Neg ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_5_transcribe_audio.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -173,7 +173,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+                    reason: "nemotron3_5_transcribe_audio on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -187,7 +187,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "nemotron3_5_transcribe_audio on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_5_transcribe_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]; nemotron3_5_transcribe_audio on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_5_transcribe_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+            reason: "nemotron3_5_transcribe_audio on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_5_transcribe_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_5_transcribe_audio.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -225,7 +225,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_5_transcribe_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]; nemotron3_5_transcribe_audio on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_5_transcribe_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+                    reason: "nemotron3_5_transcribe_audio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_5_transcribe_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_5_transcribe_audio.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -234,7 +234,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_5_transcribe_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]; nemotron3_5_transcribe_audio on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_5_transcribe_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+                    reason: "nemotron3_5_transcribe_audio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_5_transcribe_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_5_transcribe_audio.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -254,7 +254,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "nemotron3_5_transcribe_audio on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes… [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]; nemotron3_5_transcribe_audio on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes… [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+            reason: "nemotron3_5_transcribe_audio on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_5_transcribe_audio.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -264,7 +264,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes… [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+                    reason: "nemotron3_5_transcribe_audio on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -272,7 +272,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes… [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+                    reason: "nemotron3_5_transcribe_audio on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -280,7 +280,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes… [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+                    reason: "nemotron3_5_transcribe_audio on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -292,7 +292,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes… [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]; nemotron3_5_transcribe_audio on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes… [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+                    reason: "nemotron3_5_transcribe_audio on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_5_transcribe_audio.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -301,7 +301,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes… [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]; nemotron3_5_transcribe_audio on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes… [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+                    reason: "nemotron3_5_transcribe_audio on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×5 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_5_transcribe_audio.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -335,7 +335,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+                    reason: "nemotron3_5_transcribe_audio on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -344,7 +344,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+                    reason: "nemotron3_5_transcribe_audio on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -353,7 +353,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "nemotron3_5_transcribe_audio on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
+                    reason: "nemotron3_5_transcribe_audio on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/nemotron3_5_transcribe_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -85,7 +85,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "nemotron3_diarization on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 13 µs (0%) [model-specs/evidence/nemotron3_diarization.yaml]; nemotron3_diarization on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 13 µs (0%) [model-specs/evidence/nemotron3_diarization.yaml]",
+            reason: "nemotron3_diarization on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_diarization.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -95,7 +95,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron3_diarization on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 13 µs (0%) [model-specs/evidence/nemotron3_diarization.yaml]",
+                    reason: "nemotron3_diarization on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_diarization.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -103,7 +103,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron3_diarization on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 13 µs (0%) [model-specs/evidence/nemotron3_diarization.yaml]",
+                    reason: "nemotron3_diarization on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_diarization.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -111,7 +111,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron3_diarization on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 13 µs (0%) [model-specs/evidence/nemotron3_diarization.yaml]",
+                    reason: "nemotron3_diarization on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_diarization.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -123,7 +123,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "nemotron3_diarization on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 13 µs (0%) [model-specs/evidence/nemotron3_diarization.yaml]; nemotron3_diarization on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 13 µs (0%) [model-specs/evidence/nemotron3_diarization.yaml]",
+                    reason: "nemotron3_diarization on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_diarization.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -156,7 +156,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "nemotron3_diarization on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization.yaml]; nemotron3_diarization on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization.yaml]",
+            reason: "nemotron3_diarization on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -194,7 +194,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "nemotron3_diarization on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization.yaml]; nemotron3_diarization on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization.yaml]",
+                    reason: "nemotron3_diarization on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -203,7 +203,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "nemotron3_diarization on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization.yaml]; nemotron3_diarization on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization.yaml]",
+                    reason: "nemotron3_diarization on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -223,7 +223,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "nemotron3_diarization on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization.yaml]; nemotron3_diarization on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization.yaml]",
+            reason: "nemotron3_diarization on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_diarization.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -233,7 +233,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron3_diarization on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization.yaml]",
+                    reason: "nemotron3_diarization on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_diarization.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -241,7 +241,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron3_diarization on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization.yaml]",
+                    reason: "nemotron3_diarization on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_diarization.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -249,7 +249,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron3_diarization on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization.yaml]",
+                    reason: "nemotron3_diarization on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_diarization.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -261,7 +261,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "nemotron3_diarization on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization.yaml]; nemotron3_diarization on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization.yaml]",
+                    reason: "nemotron3_diarization on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_diarization.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -270,7 +270,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "nemotron3_diarization on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization.yaml]; nemotron3_diarization on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization.yaml]",
+                    reason: "nemotron3_diarization on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_diarization.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -130,7 +130,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "nemotron3_diarization_audio on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization_audio.yaml]; nemotron3_diarization_audio on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization_audio.yaml]",
+            reason: "nemotron3_diarization_audio on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization_audio.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -168,7 +168,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "nemotron3_diarization_audio on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization_audio.yaml]; nemotron3_diarization_audio on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization_audio.yaml]",
+                    reason: "nemotron3_diarization_audio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization_audio.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -177,7 +177,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "nemotron3_diarization_audio on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization_audio.yaml]; nemotron3_diarization_audio on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization_audio.yaml]",
+                    reason: "nemotron3_diarization_audio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization_audio.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -197,7 +197,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "nemotron3_diarization_audio on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization_audio.yaml]; nemotron3_diarization_audio on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization_audio.yaml]",
+            reason: "nemotron3_diarization_audio on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_diarization_audio.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -207,7 +207,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron3_diarization_audio on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization_audio.yaml]",
+                    reason: "nemotron3_diarization_audio on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_diarization_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -215,7 +215,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron3_diarization_audio on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization_audio.yaml]",
+                    reason: "nemotron3_diarization_audio on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_diarization_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -223,7 +223,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron3_diarization_audio on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization_audio.yaml]",
+                    reason: "nemotron3_diarization_audio on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_diarization_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -235,7 +235,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "nemotron3_diarization_audio on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization_audio.yaml]; nemotron3_diarization_audio on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization_audio.yaml]",
+                    reason: "nemotron3_diarization_audio on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_diarization_audio.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -244,7 +244,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "nemotron3_diarization_audio on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization_audio.yaml]; nemotron3_diarization_audio on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes… [model-specs/evidence/nemotron3_diarization_audio.yaml]",
+                    reason: "nemotron3_diarization_audio on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron3_diarization_audio.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

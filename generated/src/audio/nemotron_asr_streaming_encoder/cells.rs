@@ -24,7 +24,7 @@ pub static CPU_TORCH: Cell = Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_TORCH,
         Planned::KnownIssue {
-            reason: "nemotron_asr_streaming_encoder on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]; nemotron_asr_streaming_encoder on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
+            reason: "nemotron_asr_streaming_encoder on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/nemotron_asr_streaming_encoder.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Export),
         },
@@ -123,7 +123,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "nemotron_asr_streaming_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (46%), 4607 µs (16%) [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
+                    reason: "nemotron_asr_streaming_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -156,7 +156,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "nemotron_asr_streaming_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]; nemotron_asr_streaming_encoder on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
+            reason: "nemotron_asr_streaming_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron_asr_streaming_encoder.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -166,7 +166,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron_asr_streaming_encoder on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
+                    reason: "nemotron_asr_streaming_encoder on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -174,7 +174,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron_asr_streaming_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
+                    reason: "nemotron_asr_streaming_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -182,7 +182,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "nemotron_asr_streaming_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
+                    reason: "nemotron_asr_streaming_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -194,7 +194,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "nemotron_asr_streaming_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]; nemotron_asr_streaming_encoder on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
+                    reason: "nemotron_asr_streaming_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron_asr_streaming_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -203,7 +203,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "nemotron_asr_streaming_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]; nemotron_asr_streaming_encoder on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
+                    reason: "nemotron_asr_streaming_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×3 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron_asr_streaming_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -223,7 +223,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "nemotron_asr_streaming_encoder on webnn with browser: matches_reference failed: the engine or its provider (non-finite): output last_hidden_state has a non-finite value at flat index 0 [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]; nemotron_asr_streaming_encoder on webnn with browser: runs failed: the engine or its provider (non-finite): output last_hidden_state has a non-finite value at flat index 0 [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
+            reason: "nemotron_asr_streaming_encoder on webnn with browser: matches_reference failed: the engine or its provider (non-finite): output last_hidden_state has a non-finite value at flat index 0 [model-specs/evidence/nemotron_asr_streaming_encoder.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -261,7 +261,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "nemotron_asr_streaming_encoder on webnn with browser: matches_reference failed: the engine or its provider (non-finite): output last_hidden_state has a non-finite value at flat index 0 [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]; nemotron_asr_streaming_encoder on webnn with browser: runs failed: the engine or its provider (non-finite): output last_hidden_state has a non-finite value at flat index 0 [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
+                    reason: "nemotron_asr_streaming_encoder on webnn with browser: dynamic_shapes failed: the engine or its provider (non-finite): output last_hidden_state has a non-finite value at flat index 0 [model-specs/evidence/nemotron_asr_streaming_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -270,7 +270,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "nemotron_asr_streaming_encoder on webnn with browser: matches_reference failed: the engine or its provider (non-finite): output last_hidden_state has a non-finite value at flat index 0 [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]; nemotron_asr_streaming_encoder on webnn with browser: runs failed: the engine or its provider (non-finite): output last_hidden_state has a non-finite value at flat index 0 [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
+                    reason: "nemotron_asr_streaming_encoder on webnn with browser: dynamic_shapes failed: the engine or its provider (non-finite): output last_hidden_state has a non-finite value at flat index 0 [model-specs/evidence/nemotron_asr_streaming_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -304,7 +304,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "nemotron_asr_streaming_encoder on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 129 [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
+                    reason: "nemotron_asr_streaming_encoder on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -314,7 +314,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "nemotron_asr_streaming_encoder on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 129 [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
+                    reason: "nemotron_asr_streaming_encoder on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

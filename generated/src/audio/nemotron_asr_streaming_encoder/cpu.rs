@@ -16,7 +16,7 @@ mod onnx {
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
     );
 }
-/// nemotron_asr_streaming_encoder on cpu with libtorch, device cpu: known-issue (nemotron_asr_streaming_encoder on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]; nemotron_asr_streaming_encoder on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]).
+/// nemotron_asr_streaming_encoder on cpu with libtorch, device cpu: known-issue (nemotron_asr_streaming_encoder on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/nemotron_asr_streaming_encoder.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated audio::nemotron_asr_streaming_encoder::cpu::torch::`.
 mod torch {

@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: nemotron_asr_streaming_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (46%), 4607 µs (16%) [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]"
+        "known issue: nemotron_asr_streaming_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere [model-specs/evidence/nemotron_asr_streaming_encoder.yaml]"
     );
 }
 /// nemotron_asr_streaming_encoder on openvino with OpenVINO runtime, device CPU: run.

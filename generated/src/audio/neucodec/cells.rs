@@ -13,7 +13,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "neucodec on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row (of 1 [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row [model-specs/evidence/neucodec.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -22,7 +22,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8Avx2,
                 Planned::KnownIssue {
-                    reason: "neucodec on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row (of 1 [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row [model-specs/evidence/neucodec.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -31,7 +31,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "neucodec on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row (of 1 [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row [model-specs/evidence/neucodec.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -118,7 +118,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "neucodec on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/neucodec/model.onnx: Load model from <fixtures>/neucodec/model.onnx failed:Node (node_DFT_1235) Op (DFT) [ShapeInferenceError]… [model-specs/evidence/neucodec.yaml]; neucodec on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/neucodec/model.onnx: Load model from <fixtures>/neucodec/model.onnx failed:Node (node_DFT_1235) Op (DFT) [ShapeInferenceError]… [model-specs/evidence/neucodec.yaml]",
+            reason: "neucodec on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/neucodec/model.onnx: Load model from <fixtures>/neucodec/model.onnx failed:Node (node_DFT_1235) Op (DFT) [ShapeInferenceError]… [model-specs/evidence/neucodec.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -156,7 +156,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "neucodec on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/neucodec/model.onnx: Load model from <fixtures>/neucodec/model.onnx failed:Node (node_DFT_1235) Op (DFT) [ShapeInferenceError]… [model-specs/evidence/neucodec.yaml]; neucodec on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/neucodec/model.onnx: Load model from <fixtures>/neucodec/model.onnx failed:Node (node_DFT_1235) Op (DFT) [ShapeInferenceError]… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/neucodec/model.onnx: Load model from <fixtures>/neucodec/model.onnx failed:Node (node_DFT_1235) Op (DFT) [ShapeInferenceError]… [model-specs/evidence/neucodec.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -170,7 +170,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_OV,
         Planned::KnownIssue {
-            reason: "neucodec on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/neucodec/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/neucodec.yaml]; neucodec on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/neucodec/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/neucodec.yaml]",
+            reason: "neucodec on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/neucodec/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/neucodec.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -208,7 +208,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "neucodec on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/neucodec/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/neucodec.yaml]; neucodec on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/neucodec/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on openvino with openvino: dynamic_shapes failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/neucodec/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/neucodec.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -217,7 +217,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "neucodec on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/neucodec/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/neucodec.yaml]; neucodec on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/neucodec/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on openvino with openvino: dynamic_shapes failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/neucodec/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/neucodec.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -231,7 +231,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "neucodec on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/neucodec/model.onnx: Node 'node_Conv_1599_token_194' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/neucodec.yaml]; neucodec on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/neucodec/model.onnx: Node 'node_Conv_1599_token_194' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/neucodec.yaml]",
+            reason: "neucodec on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/neucodec/model.onnx: Node 'node_Conv_1599_token_194' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/neucodec.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -269,7 +269,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "neucodec on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/neucodec/model.onnx: Node 'node_Conv_1599_token_194' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/neucodec.yaml]; neucodec on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/neucodec/model.onnx: Node 'node_Conv_1599_token_194' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/neucodec/model.onnx: Node 'node_Conv_1599_token_194' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/neucodec.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -278,7 +278,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "neucodec on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/neucodec/model.onnx: Node 'node_Conv_1599_token_194' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/neucodec.yaml]; neucodec on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/neucodec/model.onnx: Node 'node_Conv_1599_token_194' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/neucodec/model.onnx: Node 'node_Conv_1599_token_194' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/neucodec.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -298,7 +298,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "neucodec on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/neucodec.yaml]; neucodec on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/neucodec.yaml]",
+            reason: "neucodec on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/neucodec.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -336,7 +336,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "neucodec on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/neucodec.yaml]; neucodec on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/neucodec.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -345,7 +345,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "neucodec on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/neucodec.yaml]; neucodec on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/neucodec.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -359,7 +359,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "neucodec on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]; neucodec on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+            reason: "neucodec on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -369,7 +369,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "neucodec on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -377,7 +377,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "neucodec on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -385,7 +385,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "neucodec on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -397,7 +397,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "neucodec on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]; neucodec on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -406,7 +406,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "neucodec on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]; neucodec on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -415,7 +415,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "neucodec on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]; neucodec on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -429,7 +429,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "neucodec on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]; neucodec on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+            reason: "neucodec on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -439,7 +439,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "neucodec on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -447,7 +447,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "neucodec on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -455,7 +455,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "neucodec on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -467,7 +467,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "neucodec on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]; neucodec on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -476,7 +476,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "neucodec on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]; neucodec on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -485,7 +485,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "neucodec on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]; neucodec on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -499,7 +499,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "neucodec on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]; neucodec on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+            reason: "neucodec on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -509,7 +509,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "neucodec on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -517,7 +517,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "neucodec on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -525,7 +525,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "neucodec on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -537,7 +537,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "neucodec on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]; neucodec on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -546,7 +546,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "neucodec on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]; neucodec on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -555,7 +555,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "neucodec on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]; neucodec on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41… [model-specs/evidence/neucodec.yaml]",
+                    reason: "neucodec on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neucodec.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

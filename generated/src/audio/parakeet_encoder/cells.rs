@@ -104,7 +104,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "parakeet_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (48%), 1981 µs (11%) [model-specs/evidence/parakeet_encoder.yaml]",
+                    reason: "parakeet_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere [model-specs/evidence/parakeet_encoder.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

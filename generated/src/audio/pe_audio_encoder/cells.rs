@@ -137,7 +137,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "pe_audio_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_audio_encoder.yaml]; pe_audio_encoder on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_audio_encoder.yaml]",
+            reason: "pe_audio_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_audio_encoder.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -175,7 +175,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "pe_audio_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_audio_encoder.yaml]; pe_audio_encoder on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_audio_encoder.yaml]",
+                    reason: "pe_audio_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_audio_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -184,7 +184,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "pe_audio_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_audio_encoder.yaml]; pe_audio_encoder on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_audio_encoder.yaml]",
+                    reason: "pe_audio_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_audio_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

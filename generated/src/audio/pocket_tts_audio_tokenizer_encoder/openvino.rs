@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: pocket_tts_audio_tokenizer_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 559 µs (4%) [model-specs/evidence/pocket_tts_audio_tokenizer_encoder.yaml]"
+        "known issue: pocket_tts_audio_tokenizer_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pocket_tts_audio_tokenizer_encoder.yaml]"
     );
 }
 /// pocket_tts_audio_tokenizer_encoder on openvino with OpenVINO runtime, device CPU: run.

@@ -22,12 +22,33 @@ pub static CPU_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(
-                Precision::Int8Avx2,
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "qwen3_asr_encoder on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Int8Avx2,
+                Planned::KnownIssue {
+                    reason: "qwen3_asr_encoder on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "qwen3_asr_encoder on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// qwen3_asr_encoder on cpu: run (libtorch, device cpu).
@@ -123,7 +144,17 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         ],
     )
     .with_precision_checks(
-        &[PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85))],
+        &[
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "qwen3_asr_encoder on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 32], expected [44, 32] (last_hidden_state_0=44, hidden=32) [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+        ],
     );
 /// qwen3_asr_encoder on openvino: run (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: Cell = Cell::new(
@@ -146,12 +177,22 @@ pub static OPENVINO_OV: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt8,
+                Planned::KnownIssue {
+                    reason: "qwen3_asr_encoder on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 32], expected [44, 32] (last_hidden_state_0=44, hidden=32) [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt4,
+                Planned::KnownIssue {
+                    reason: "qwen3_asr_encoder on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 32], expected [44, 32] (last_hidden_state_0=44, hidden=32) [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
         ],
@@ -162,7 +203,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "qwen3_asr_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather… [model-specs/evidence/qwen3_asr_encoder.yaml]; qwen3_asr_encoder on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather… [model-specs/evidence/qwen3_asr_encoder.yaml]",
+            reason: "qwen3_asr_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather… [model-specs/evidence/qwen3_asr_encoder.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -200,7 +241,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen3_asr_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather… [model-specs/evidence/qwen3_asr_encoder.yaml]; qwen3_asr_encoder on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather… [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    reason: "qwen3_asr_encoder on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/qwen3_asr_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -209,7 +250,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen3_asr_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather… [model-specs/evidence/qwen3_asr_encoder.yaml]; qwen3_asr_encoder on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather… [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    reason: "qwen3_asr_encoder on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/qwen3_asr_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -229,7 +270,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "qwen3_asr_encoder on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather… [model-specs/evidence/qwen3_asr_encoder.yaml]; qwen3_asr_encoder on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather… [model-specs/evidence/qwen3_asr_encoder.yaml]",
+            reason: "qwen3_asr_encoder on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather… [model-specs/evidence/qwen3_asr_encoder.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -267,7 +308,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen3_asr_encoder on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather… [model-specs/evidence/qwen3_asr_encoder.yaml]; qwen3_asr_encoder on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather… [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    reason: "qwen3_asr_encoder on webnn with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webnn) running the model: failed to call OrtRun() [model-specs/evidence/qwen3_asr_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -276,7 +317,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen3_asr_encoder on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather… [model-specs/evidence/qwen3_asr_encoder.yaml]; qwen3_asr_encoder on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider, Gather… [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    reason: "qwen3_asr_encoder on webnn with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webnn) running the model: failed to call OrtRun() [model-specs/evidence/qwen3_asr_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -305,9 +346,33 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "qwen3_asr_encoder on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "qwen3_asr_encoder on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "qwen3_asr_encoder on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// qwen3_asr_encoder on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -331,9 +396,33 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "qwen3_asr_encoder on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "qwen3_asr_encoder on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "qwen3_asr_encoder on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// qwen3_asr_encoder on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
@@ -357,9 +446,33 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "qwen3_asr_encoder on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "qwen3_asr_encoder on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "qwen3_asr_encoder on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/qwen3_asr_encoder.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// qwen3_asr_encoder on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

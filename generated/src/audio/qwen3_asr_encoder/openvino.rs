@@ -13,8 +13,8 @@ mod onnx {
         "known issue: qwen3_asr_encoder on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 32], expected [44, 32] (last_hidden_state_0=44, hidden=32) [model-specs/evidence/qwen3_asr_encoder.yaml]"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
-        gate_openvino
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: qwen3_asr_encoder on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 32], expected [44, 32] (last_hidden_state_0=44, hidden=32) [model-specs/evidence/qwen3_asr_encoder.yaml]"
     );
 }
 /// qwen3_asr_encoder on openvino with OpenVINO runtime, device CPU: run.
@@ -30,11 +30,11 @@ mod ov {
         "known issue: qwen3_asr_encoder on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 32], expected [44, 32] (last_hidden_state_0=44, hidden=32) [model-specs/evidence/qwen3_asr_encoder.yaml]"
     );
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: qwen3_asr_encoder on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 32], expected [44, 32] (last_hidden_state_0=44, hidden=32) [model-specs/evidence/qwen3_asr_encoder.yaml]"
     );
     runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
-        gate_openvino
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: qwen3_asr_encoder on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 32], expected [44, 32] (last_hidden_state_0=44, hidden=32) [model-specs/evidence/qwen3_asr_encoder.yaml]"
     );
 }

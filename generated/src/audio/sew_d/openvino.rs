@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: sew-d on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×14 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14 nodes (48%), 274 µs (3%) [model-specs/evidence/sew-d.yaml]"
+        "known issue: sew-d on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×14 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sew-d.yaml]"
     );
 }
 /// sew-d on openvino with OpenVINO runtime, device CPU: run.

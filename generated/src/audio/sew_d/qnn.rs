@@ -7,10 +7,10 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: sew-d on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 24 µs (0%) [model-specs/evidence/sew-d.yaml]"
+        "known issue: sew-d on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Neg ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sew-d.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: sew-d on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Neg ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 21 µs (0%) [model-specs/evidence/sew-d.yaml]"
+        "known issue: sew-d on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Neg ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sew-d.yaml]"
     );
 }

@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "univnet on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×41 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (49%), 1344 µs (6%) [model-specs/evidence/univnet.yaml]",
+                    reason: "univnet on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×41 on CPUExecutionProvider ran elsewhere [model-specs/evidence/univnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -135,7 +135,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "univnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×12 on CPUExecutionProvider, Gather ×12 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split… [model-specs/evidence/univnet.yaml]; univnet on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×12 on CPUExecutionProvider, Gather ×12 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split… [model-specs/evidence/univnet.yaml]",
+            reason: "univnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×12 on CPUExecutionProvider, Gather ×12 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split… [model-specs/evidence/univnet.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -173,18 +173,18 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "univnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×12 on CPUExecutionProvider, Gather ×12 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split… [model-specs/evidence/univnet.yaml]; univnet on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×12 on CPUExecutionProvider, Gather ×12 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split… [model-specs/evidence/univnet.yaml]",
+                    reason: "univnet on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/univnet/model.onnx: Failed to finalize QNN graph [model-specs/evidence/univnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "univnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×12 on CPUExecutionProvider, Gather ×12 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split… [model-specs/evidence/univnet.yaml]; univnet on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×12 on CPUExecutionProvider, Gather ×12 on CPUExecutionProvider, Reshape ×3 on CPUExecutionProvider, Split… [model-specs/evidence/univnet.yaml]",
+                    reason: "univnet on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/univnet/model.onnx: Failed to finalize QNN graph [model-specs/evidence/univnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
             ),
@@ -202,7 +202,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "univnet on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (20%), 0 µs (0%) [model-specs/evidence/univnet.yaml]; univnet on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (20%), 0 µs (0%) [model-specs/evidence/univnet.yaml]",
+            reason: "univnet on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/univnet.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -212,7 +212,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "univnet on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (20%), 0 µs (0%) [model-specs/evidence/univnet.yaml]",
+                    reason: "univnet on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/univnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -220,7 +220,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "univnet on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (20%), 0 µs (0%) [model-specs/evidence/univnet.yaml]",
+                    reason: "univnet on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/univnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -228,7 +228,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "univnet on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (20%), 0 µs (0%) [model-specs/evidence/univnet.yaml]",
+                    reason: "univnet on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/univnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -240,7 +240,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "univnet on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (20%), 0 µs (0%) [model-specs/evidence/univnet.yaml]; univnet on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (20%), 0 µs (0%) [model-specs/evidence/univnet.yaml]",
+                    reason: "univnet on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/univnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -249,7 +249,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "univnet on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (20%), 0 µs (0%) [model-specs/evidence/univnet.yaml]; univnet on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (20%), 0 µs (0%) [model-specs/evidence/univnet.yaml]",
+                    reason: "univnet on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/univnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -283,7 +283,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "univnet on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output waveforms: cosine similarity … in its worst row (of 1 [model-specs/evidence/univnet.yaml]",
+                    reason: "univnet on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output waveforms: cosine similarity … in its worst row [model-specs/evidence/univnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: univnet on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×41 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 41 nodes (49%), 1344 µs (6%) [model-specs/evidence/univnet.yaml]"
+        "known issue: univnet on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×41 on CPUExecutionProvider ran elsewhere [model-specs/evidence/univnet.yaml]"
     );
 }
 /// univnet on openvino with OpenVINO runtime, device CPU: run.

@@ -146,7 +146,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "vibevoice_acoustic_tokenizer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]; vibevoice_acoustic_tokenizer on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+            reason: "vibevoice_acoustic_tokenizer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -156,7 +156,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -164,7 +164,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -172,7 +172,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -184,7 +184,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]; vibevoice_acoustic_tokenizer on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -193,7 +193,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]; vibevoice_acoustic_tokenizer on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (29%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -207,7 +207,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "vibevoice_acoustic_tokenizer on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]; vibevoice_acoustic_tokenizer on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+            reason: "vibevoice_acoustic_tokenizer on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -217,7 +217,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -225,7 +225,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -233,7 +233,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -245,7 +245,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]; vibevoice_acoustic_tokenizer on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -254,7 +254,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]; vibevoice_acoustic_tokenizer on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -263,7 +263,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]; vibevoice_acoustic_tokenizer on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -277,7 +277,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 101 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]; vibevoice_acoustic_tokenizer on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 34 µs (1%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+            reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -287,7 +287,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 34 µs (1%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -295,7 +295,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 101 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -303,7 +303,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 87 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -315,7 +315,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 101 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]; vibevoice_acoustic_tokenizer on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 34 µs (1%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -324,7 +324,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 101 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]; vibevoice_acoustic_tokenizer on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 34 µs (1%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -333,7 +333,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 101 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]; vibevoice_acoustic_tokenizer on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 34 µs (1%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -347,7 +347,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "vibevoice_acoustic_tokenizer on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]; vibevoice_acoustic_tokenizer on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+            reason: "vibevoice_acoustic_tokenizer on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -357,7 +357,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -365,7 +365,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -373,7 +373,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -385,7 +385,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]; vibevoice_acoustic_tokenizer on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -394,7 +394,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]; vibevoice_acoustic_tokenizer on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -403,7 +403,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "vibevoice_acoustic_tokenizer on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]; vibevoice_acoustic_tokenizer on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (4%), 0 µs (0%) [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml]",
+                    reason: "vibevoice_acoustic_tokenizer on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vibevoice_acoustic_tokenizer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

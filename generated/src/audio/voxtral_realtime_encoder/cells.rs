@@ -136,7 +136,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "voxtral_realtime_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/voxtral_realtime_encoder/model.onnx: Failed to finalize QNN graph [model-specs/evidence/voxtral_realtime_encoder.yaml]; voxtral_realtime_encoder on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/voxtral_realtime_encoder/model.onnx: Failed to finalize QNN graph [model-specs/evidence/voxtral_realtime_encoder.yaml]",
+            reason: "voxtral_realtime_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/voxtral_realtime_encoder/model.onnx: Failed to finalize QNN graph [model-specs/evidence/voxtral_realtime_encoder.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -174,7 +174,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "voxtral_realtime_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/voxtral_realtime_encoder/model.onnx: Failed to finalize QNN graph [model-specs/evidence/voxtral_realtime_encoder.yaml]; voxtral_realtime_encoder on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/voxtral_realtime_encoder/model.onnx: Failed to finalize QNN graph [model-specs/evidence/voxtral_realtime_encoder.yaml]",
+                    reason: "voxtral_realtime_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/voxtral_realtime_encoder/model.onnx: Failed to finalize QNN graph [model-specs/evidence/voxtral_realtime_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -183,7 +183,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "voxtral_realtime_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/voxtral_realtime_encoder/model.onnx: Failed to finalize QNN graph [model-specs/evidence/voxtral_realtime_encoder.yaml]; voxtral_realtime_encoder on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/voxtral_realtime_encoder/model.onnx: Failed to finalize QNN graph [model-specs/evidence/voxtral_realtime_encoder.yaml]",
+                    reason: "voxtral_realtime_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/voxtral_realtime_encoder/model.onnx: Failed to finalize QNN graph [model-specs/evidence/voxtral_realtime_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

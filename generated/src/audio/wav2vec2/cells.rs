@@ -91,7 +91,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "wav2vec2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 128 µs (2%) [model-specs/evidence/wav2vec2.yaml]",
+                    reason: "wav2vec2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/wav2vec2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -104,7 +104,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "wav2vec2-bert on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes (46%), 293 µs (2%) [model-specs/evidence/wav2vec2-bert.yaml]",
+                    reason: "wav2vec2-bert on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×6 on CPUExecutionProvider ran elsewhere [model-specs/evidence/wav2vec2-bert.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

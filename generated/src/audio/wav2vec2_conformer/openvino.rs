@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: wav2vec2-conformer on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×13 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 13 nodes (48%), 253 µs (2%) [model-specs/evidence/wav2vec2-conformer.yaml]"
+        "known issue: wav2vec2-conformer on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×13 on CPUExecutionProvider ran elsewhere [model-specs/evidence/wav2vec2-conformer.yaml]"
     );
 }
 /// wav2vec2-conformer on openvino with OpenVINO runtime, device CPU: run.

@@ -13,8 +13,8 @@ mod onnx {
         "known issue: xcodec on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output audio_values has shape [0, 1, 0], expected [2, 1, 2400] (batch=2, audio_values_1=1, samples=2400) [model-specs/evidence/xcodec.yaml]"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
-        gate_openvino
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: xcodec on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output audio_values has shape [0, 1, 0], expected [2, 1, 2400] (batch=2, audio_values_1=1, samples=2400) [model-specs/evidence/xcodec.yaml]"
     );
 }
 /// xcodec on openvino with OpenVINO runtime, device CPU: run.
@@ -30,11 +30,11 @@ mod ov {
         "known issue: xcodec on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output audio_values has shape [0, 1, 0], expected [2, 1, 2400] (batch=2, audio_values_1=1, samples=2400) [model-specs/evidence/xcodec.yaml]"
     );
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: xcodec on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output audio_values has shape [0, 1, 0], expected [2, 1, 2400] (batch=2, audio_values_1=1, samples=2400) [model-specs/evidence/xcodec.yaml]"
     );
     runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
-        gate_openvino
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: xcodec on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output audio_values has shape [0, 1, 0], expected [2, 1, 2400] (batch=2, audio_values_1=1, samples=2400) [model-specs/evidence/xcodec.yaml]"
     );
 }

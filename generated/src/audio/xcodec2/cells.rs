@@ -13,7 +13,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row (of 1 [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row [model-specs/evidence/xcodec2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -22,7 +22,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8Avx2,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row (of 1 [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row [model-specs/evidence/xcodec2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -31,7 +31,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row (of 1 [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row [model-specs/evidence/xcodec2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -106,7 +106,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "xcodec2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/xcodec2/model.onnx: Load model from <fixtures>/xcodec2/model.onnx failed:Node (node_DFT_1194) Op (DFT) [ShapeInferenceError] is_onesided… [model-specs/evidence/xcodec2.yaml]; xcodec2 on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/xcodec2/model.onnx: Load model from <fixtures>/xcodec2/model.onnx failed:Node (node_DFT_1194) Op (DFT) [ShapeInferenceError] is_onesided… [model-specs/evidence/xcodec2.yaml]",
+            reason: "xcodec2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/xcodec2/model.onnx: Load model from <fixtures>/xcodec2/model.onnx failed:Node (node_DFT_1194) Op (DFT) [ShapeInferenceError] is_onesided… [model-specs/evidence/xcodec2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -144,7 +144,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/xcodec2/model.onnx: Load model from <fixtures>/xcodec2/model.onnx failed:Node (node_DFT_1194) Op (DFT) [ShapeInferenceError] is_onesided… [model-specs/evidence/xcodec2.yaml]; xcodec2 on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/xcodec2/model.onnx: Load model from <fixtures>/xcodec2/model.onnx failed:Node (node_DFT_1194) Op (DFT) [ShapeInferenceError] is_onesided… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/xcodec2/model.onnx: Load model from <fixtures>/xcodec2/model.onnx failed:Node (node_DFT_1194) Op (DFT) [ShapeInferenceError] is_onesided… [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -158,7 +158,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_OV,
         Planned::KnownIssue {
-            reason: "xcodec2 on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/xcodec2/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/xcodec2.yaml]; xcodec2 on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/xcodec2/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/xcodec2.yaml]",
+            reason: "xcodec2 on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/xcodec2/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/xcodec2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -196,7 +196,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/xcodec2/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/xcodec2.yaml]; xcodec2 on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/xcodec2/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on openvino with openvino: dynamic_shapes failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/xcodec2/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -205,7 +205,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/xcodec2/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/xcodec2.yaml]; xcodec2 on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/xcodec2/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on openvino with openvino: dynamic_shapes failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/xcodec2/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -219,7 +219,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "xcodec2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/xcodec2/model.onnx: Node 'node_Conv_1544_token_157' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/xcodec2.yaml]; xcodec2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/xcodec2/model.onnx: Node 'node_Conv_1544_token_157' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/xcodec2.yaml]",
+            reason: "xcodec2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/xcodec2/model.onnx: Node 'node_Conv_1544_token_157' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/xcodec2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -257,7 +257,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/xcodec2/model.onnx: Node 'node_Conv_1544_token_157' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/xcodec2.yaml]; xcodec2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/xcodec2/model.onnx: Node 'node_Conv_1544_token_157' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/xcodec2/model.onnx: Node 'node_Conv_1544_token_158' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -266,7 +266,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/xcodec2/model.onnx: Node 'node_Conv_1544_token_157' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/xcodec2.yaml]; xcodec2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/xcodec2/model.onnx: Node 'node_Conv_1544_token_157' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/xcodec2/model.onnx: Node 'node_Conv_1544_token_158' OpType:Conv with domain:com.ms.internal.nhwc was inserted using the NHWC format as… [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -286,7 +286,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "xcodec2 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/xcodec2.yaml]; xcodec2 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/xcodec2.yaml]",
+            reason: "xcodec2 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/xcodec2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -324,7 +324,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/xcodec2.yaml]; xcodec2 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -333,7 +333,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/xcodec2.yaml]; xcodec2 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -347,7 +347,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "xcodec2 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]; xcodec2 on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+            reason: "xcodec2 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -357,7 +357,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -365,7 +365,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -373,7 +373,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -385,7 +385,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]; xcodec2 on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -394,7 +394,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]; xcodec2 on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -403,7 +403,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]; xcodec2 on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -417,7 +417,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "xcodec2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]; xcodec2 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+            reason: "xcodec2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -427,7 +427,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -435,7 +435,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -443,7 +443,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -455,7 +455,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]; xcodec2 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -464,7 +464,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]; xcodec2 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -473,7 +473,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]; xcodec2 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -487,7 +487,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "xcodec2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]; xcodec2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+            reason: "xcodec2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -497,7 +497,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -505,7 +505,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -513,7 +513,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -525,7 +525,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]; xcodec2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -534,7 +534,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]; xcodec2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -543,7 +543,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]; xcodec2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 30… [model-specs/evidence/xcodec2.yaml]",
+                    reason: "xcodec2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

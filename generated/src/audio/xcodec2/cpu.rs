@@ -7,15 +7,15 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: xcodec2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row (of 1 [model-specs/evidence/xcodec2.yaml]"
+        "known issue: xcodec2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row [model-specs/evidence/xcodec2.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: xcodec2 on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row (of 1 [model-specs/evidence/xcodec2.yaml]"
+        "known issue: xcodec2 on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row [model-specs/evidence/xcodec2.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: xcodec2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row (of 1 [model-specs/evidence/xcodec2.yaml]"
+        "known issue: xcodec2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row [model-specs/evidence/xcodec2.yaml]"
     );
 }
 /// xcodec2 on cpu with libtorch, device cpu: run.

@@ -11,14 +11,14 @@ mod onnx {
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
-        "known issue: auraflow_transformer_2d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/auraflow_transformer_2d.yaml]"
+        "known issue: auraflow_transformer_2d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/auraflow_transformer_2d.yaml]"
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: auraflow_transformer_2d on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: relative L2 error …, above … (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1… [model-specs/evidence/auraflow_transformer_2d.yaml]"
+        "known issue: auraflow_transformer_2d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/auraflow_transformer_2d.yaml] (the store also holds matches_reference)"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: auraflow_transformer_2d on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: relative L2 error …, above … (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1… [model-specs/evidence/auraflow_transformer_2d.yaml]"
+        "known issue: auraflow_transformer_2d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/auraflow_transformer_2d.yaml] (the store also holds matches_reference)"
     );
 }

@@ -22,7 +22,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8Avx2,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cogvideox on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output sample_output: cosine similarity … in its worst row (of 1 [model-specs/evidence/autoencoder_kl_cogvideox.yaml]",
+                    reason: "autoencoder_kl_cogvideox on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output sample_output: cosine similarity … in its worst row [model-specs/evidence/autoencoder_kl_cogvideox.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -111,7 +111,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cogvideox on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×84 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 86 nodes (50%), 94565 µs (56%) [model-specs/evidence/autoencoder_kl_cogvideox.yaml]",
+                    reason: "autoencoder_kl_cogvideox on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×84 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_cogvideox.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -183,7 +183,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_cogvideox on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×2 on CPUExecutionProvider, Conv ×78 on CPUExecutionProvider, Resize ×23 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_cogvideox.yaml]; autoencoder_kl_cogvideox on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×2 on CPUExecutionProvider, Conv ×78 on CPUExecutionProvider, Resize ×23 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_cogvideox.yaml]",
+            reason: "autoencoder_kl_cogvideox on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×2 on CPUExecutionProvider, Conv ×78 on CPUExecutionProvider, Resize ×23 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_cogvideox.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -221,7 +221,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cogvideox on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×2 on CPUExecutionProvider, Conv ×78 on CPUExecutionProvider, Resize ×23 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_cogvideox.yaml]; autoencoder_kl_cogvideox on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×2 on CPUExecutionProvider, Conv ×78 on CPUExecutionProvider, Resize ×23 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_cogvideox.yaml]",
+                    reason: "autoencoder_kl_cogvideox on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×2 on CPUExecutionProvider, Conv ×78 on CPUExecutionProvider, Resize ×23 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_cogvideox.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -230,7 +230,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cogvideox on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×2 on CPUExecutionProvider, Conv ×78 on CPUExecutionProvider, Resize ×23 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_cogvideox.yaml]; autoencoder_kl_cogvideox on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×2 on CPUExecutionProvider, Conv ×78 on CPUExecutionProvider, Resize ×23 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_cogvideox.yaml]",
+                    reason: "autoencoder_kl_cogvideox on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×2 on CPUExecutionProvider, Conv ×78 on CPUExecutionProvider, Resize ×23 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_cogvideox.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

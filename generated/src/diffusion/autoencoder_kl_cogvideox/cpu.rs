@@ -11,7 +11,7 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: autoencoder_kl_cogvideox on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output sample_output: cosine similarity … in its worst row (of 1 [model-specs/evidence/autoencoder_kl_cogvideox.yaml]"
+        "known issue: autoencoder_kl_cogvideox on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output sample_output: cosine similarity … in its worst row [model-specs/evidence/autoencoder_kl_cogvideox.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =

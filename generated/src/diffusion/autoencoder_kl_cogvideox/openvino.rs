@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: autoencoder_kl_cogvideox on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×84 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 86 nodes (50%), 94565 µs (56%) [model-specs/evidence/autoencoder_kl_cogvideox.yaml]"
+        "known issue: autoencoder_kl_cogvideox on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×84 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_cogvideox.yaml]"
     );
 }
 /// autoencoder_kl_cogvideox on openvino with OpenVINO runtime, device CPU: run.

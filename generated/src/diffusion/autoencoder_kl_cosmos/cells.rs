@@ -92,7 +92,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_cosmos on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 23 µs (0%) [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 23 µs (0%) [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+            reason: "autoencoder_kl_cosmos on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -102,7 +102,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 23 µs (0%) [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -110,7 +110,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 23 µs (0%) [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -118,7 +118,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 24 µs (0%) [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -130,7 +130,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 23 µs (0%) [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (47%), 23 µs (0%) [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×7 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -167,7 +167,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_cosmos on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_cosmos/model.onnx: Node 'node_convolution_7_token_887' OpType:ConvTranspose with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_cosmos/model.onnx: Node 'node_convolution_7_token_887' OpType:ConvTranspose with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+            reason: "autoencoder_kl_cosmos on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_cosmos/model.onnx: Node 'node_convolution_7_token_887' OpType:ConvTranspose with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -205,7 +205,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_cosmos/model.onnx: Node 'node_convolution_7_token_887' OpType:ConvTranspose with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_cosmos/model.onnx: Node 'node_convolution_7_token_887' OpType:ConvTranspose with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_cosmos/model.onnx: Node 'node_convolution_7_token_887' OpType:ConvTranspose with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -214,7 +214,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_cosmos/model.onnx: Node 'node_convolution_7_token_887' OpType:ConvTranspose with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_cosmos/model.onnx: Node 'node_convolution_7_token_887' OpType:ConvTranspose with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_cosmos/model.onnx: Node 'node_convolution_7_token_887' OpType:ConvTranspose with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -234,7 +234,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_cosmos on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×170 on CPUExecutionProvider, ConvTranspose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×170 on CPUExecutionProvider, ConvTranspose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+            reason: "autoencoder_kl_cosmos on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×170 on CPUExecutionProvider, ConvTranspose ×28 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -244,7 +244,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×170 on CPUExecutionProvider, ConvTranspose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×170 on CPUExecutionProvider, ConvTranspose ×28 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -252,7 +252,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×170 on CPUExecutionProvider, ConvTranspose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×170 on CPUExecutionProvider, ConvTranspose ×28 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -260,7 +260,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×170 on CPUExecutionProvider, ConvTranspose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×170 on CPUExecutionProvider, ConvTranspose ×28 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -272,7 +272,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×170 on CPUExecutionProvider, ConvTranspose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×170 on CPUExecutionProvider, ConvTranspose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×170 on CPUExecutionProvider, ConvTranspose ×28 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -281,7 +281,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×170 on CPUExecutionProvider, ConvTranspose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×170 on CPUExecutionProvider, ConvTranspose ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×170 on CPUExecutionProvider, ConvTranspose ×28 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -295,7 +295,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_cosmos on webgpu with browser: matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on webgpu with browser: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+            reason: "autoencoder_kl_cosmos on webgpu with browser: matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -333,7 +333,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with browser: matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on webgpu with browser: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -342,7 +342,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with browser: matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on webgpu with browser: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -351,7 +351,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with browser: matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on webgpu with browser: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -365,7 +365,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on webgpu with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+            reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -403,7 +403,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on webgpu with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -412,7 +412,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on webgpu with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -421,7 +421,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on webgpu with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -435,7 +435,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_cosmos on webgpu with firefox: matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on webgpu with firefox: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+            reason: "autoencoder_kl_cosmos on webgpu with firefox: matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -473,7 +473,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with firefox: matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on webgpu with firefox: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on webgpu with firefox: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -482,7 +482,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with firefox: matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on webgpu with firefox: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on webgpu with firefox: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -491,7 +491,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with firefox: matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]; autoencoder_kl_cosmos on webgpu with firefox: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]",
+                    reason: "autoencoder_kl_cosmos on webgpu with firefox: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

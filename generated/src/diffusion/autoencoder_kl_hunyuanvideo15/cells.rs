@@ -22,12 +22,33 @@ pub static CPU_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(
-                Precision::Int8Avx2,
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Int8Avx2,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// autoencoder_kl_hunyuanvideo15 on cpu: run (libtorch, device cpu).
@@ -42,7 +63,7 @@ pub static CPU_TORCH: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … (max abs error … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    reason: "autoencoder_kl_hunyuanvideo15 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -123,7 +144,17 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         ],
     )
     .with_precision_checks(
-        &[PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85))],
+        &[
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+        ],
     );
 /// autoencoder_kl_hunyuanvideo15 on openvino: run (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: Cell = Cell::new(
@@ -146,12 +177,22 @@ pub static OPENVINO_OV: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt8,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt4,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
         ],
@@ -162,7 +203,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_hunyuanvideo15 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×40 on CPUExecutionProvider, ReduceL2 ×36 on CPUExecutionProvider, ReduceMean ×4 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]; autoencoder_kl_hunyuanvideo15 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×40 on CPUExecutionProvider, ReduceL2 ×36 on CPUExecutionProvider, ReduceMean ×4 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+            reason: "autoencoder_kl_hunyuanvideo15 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×40 on CPUExecutionProvider, ReduceL2 ×36 on CPUExecutionProvider, ReduceMean ×4 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -200,7 +241,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×40 on CPUExecutionProvider, ReduceL2 ×36 on CPUExecutionProvider, ReduceMean ×4 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]; autoencoder_kl_hunyuanvideo15 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×40 on CPUExecutionProvider, ReduceL2 ×36 on CPUExecutionProvider, ReduceMean ×4 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    reason: "autoencoder_kl_hunyuanvideo15 on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×40 on CPUExecutionProvider, ReduceL2 ×36 on CPUExecutionProvider, ReduceMean ×4 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -209,7 +250,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×40 on CPUExecutionProvider, ReduceL2 ×36 on CPUExecutionProvider, ReduceMean ×4 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]; autoencoder_kl_hunyuanvideo15 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×40 on CPUExecutionProvider, ReduceL2 ×36 on CPUExecutionProvider, ReduceMean ×4 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    reason: "autoencoder_kl_hunyuanvideo15 on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×40 on CPUExecutionProvider, ReduceL2 ×36 on CPUExecutionProvider, ReduceMean ×4 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -229,7 +270,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_hunyuanvideo15 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]; autoencoder_kl_hunyuanvideo15 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+            reason: "autoencoder_kl_hunyuanvideo15 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -267,7 +308,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]; autoencoder_kl_hunyuanvideo15 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    reason: "autoencoder_kl_hunyuanvideo15 on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -276,7 +317,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]; autoencoder_kl_hunyuanvideo15 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    reason: "autoencoder_kl_hunyuanvideo15 on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -296,7 +337,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … (max abs error … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -305,9 +346,33 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// autoencoder_kl_hunyuanvideo15 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -322,7 +387,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … (max abs error … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -331,9 +396,33 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// autoencoder_kl_hunyuanvideo15 on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
@@ -348,7 +437,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … (max abs error … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -357,9 +446,33 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// autoencoder_kl_hunyuanvideo15 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

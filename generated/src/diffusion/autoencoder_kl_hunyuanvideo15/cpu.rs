@@ -13,14 +13,16 @@ mod onnx {
         "known issue: autoencoder_kl_hunyuanvideo15 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, gate = gate_cpu
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
+        "known issue: autoencoder_kl_hunyuanvideo15 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
     );
     runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, gate =
-        gate_cpu
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
+        "known issue: autoencoder_kl_hunyuanvideo15 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+        "known issue: autoencoder_kl_hunyuanvideo15 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
     );
 }
 /// autoencoder_kl_hunyuanvideo15 on cpu with libtorch, device cpu: run.
@@ -33,6 +35,6 @@ mod torch {
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
-        "known issue: autoencoder_kl_hunyuanvideo15 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … (max abs error … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
+        "known issue: autoencoder_kl_hunyuanvideo15 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
     );
 }

@@ -13,8 +13,8 @@ mod onnx {
         "known issue: autoencoder_kl_hunyuanvideo15 on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
-        gate_openvino
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: autoencoder_kl_hunyuanvideo15 on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
     );
 }
 /// autoencoder_kl_hunyuanvideo15 on openvino with OpenVINO runtime, device CPU: run.
@@ -30,11 +30,11 @@ mod ov {
         "known issue: autoencoder_kl_hunyuanvideo15 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
     );
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: autoencoder_kl_hunyuanvideo15 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
     );
     runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
-        gate_openvino
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: autoencoder_kl_hunyuanvideo15 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
     );
 }

@@ -135,7 +135,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_kvae on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/autoencoder_kl_kvae.yaml]; autoencoder_kl_kvae on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/autoencoder_kl_kvae.yaml]",
+            reason: "autoencoder_kl_kvae on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_kvae.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -145,7 +145,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_kvae on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/autoencoder_kl_kvae.yaml]",
+                    reason: "autoencoder_kl_kvae on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_kvae.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -153,7 +153,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_kvae on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/autoencoder_kl_kvae.yaml]",
+                    reason: "autoencoder_kl_kvae on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_kvae.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -161,7 +161,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_kvae on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/autoencoder_kl_kvae.yaml]",
+                    reason: "autoencoder_kl_kvae on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_kvae.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -173,7 +173,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_kvae on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/autoencoder_kl_kvae.yaml]; autoencoder_kl_kvae on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/autoencoder_kl_kvae.yaml]",
+                    reason: "autoencoder_kl_kvae on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_kvae.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -182,7 +182,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_kvae on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/autoencoder_kl_kvae.yaml]; autoencoder_kl_kvae on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/autoencoder_kl_kvae.yaml]",
+                    reason: "autoencoder_kl_kvae on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_kvae.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -202,7 +202,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_kvae on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_kvae.yaml]; autoencoder_kl_kvae on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_kvae.yaml]",
+            reason: "autoencoder_kl_kvae on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_kvae.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -240,7 +240,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_kvae on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_kvae.yaml]; autoencoder_kl_kvae on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_kvae.yaml]",
+                    reason: "autoencoder_kl_kvae on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_kvae.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -249,7 +249,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_kvae on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_kvae.yaml]; autoencoder_kl_kvae on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_kvae.yaml]",
+                    reason: "autoencoder_kl_kvae on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_kvae.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

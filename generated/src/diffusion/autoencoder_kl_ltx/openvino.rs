@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: autoencoder_kl_ltx on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 28 nodes (49%), 14769 µs (42%) [model-specs/evidence/autoencoder_kl_ltx.yaml]"
+        "known issue: autoencoder_kl_ltx on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_ltx.yaml]"
     );
 }
 /// autoencoder_kl_ltx on openvino with OpenVINO runtime, device CPU: run.

@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_ltx2_audio on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×50 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 50 nodes (48%), 1426 µs (7%) [model-specs/evidence/autoencoder_kl_ltx2_audio.yaml]",
+                    reason: "autoencoder_kl_ltx2_audio on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×50 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_ltx2_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

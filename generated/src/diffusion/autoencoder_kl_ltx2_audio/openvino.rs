@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: autoencoder_kl_ltx2_audio on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×50 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 50 nodes (48%), 1426 µs (7%) [model-specs/evidence/autoencoder_kl_ltx2_audio.yaml]"
+        "known issue: autoencoder_kl_ltx2_audio on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×50 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_ltx2_audio.yaml]"
     );
 }
 /// autoencoder_kl_ltx2_audio on openvino with OpenVINO runtime, device CPU: run.

@@ -13,7 +13,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_magvit on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output sample_output: cosine similarity … in its worst row (of 1 [model-specs/evidence/autoencoder_kl_magvit.yaml]",
+                    reason: "autoencoder_kl_magvit on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output sample_output: cosine similarity … in its worst row [model-specs/evidence/autoencoder_kl_magvit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -22,7 +22,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8Avx2,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_magvit on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output sample_output: cosine similarity … in its worst row (of 1 [model-specs/evidence/autoencoder_kl_magvit.yaml]",
+                    reason: "autoencoder_kl_magvit on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output sample_output: cosine similarity … in its worst row [model-specs/evidence/autoencoder_kl_magvit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -111,7 +111,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_magvit on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×119 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 119 nodes (40%), 64578 µs (32%) [model-specs/evidence/autoencoder_kl_magvit.yaml]",
+                    reason: "autoencoder_kl_magvit on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×119 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_magvit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -153,7 +153,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_magvit on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 38 nodes (49%), 749 µs (0%) [model-specs/evidence/autoencoder_kl_magvit.yaml]; autoencoder_kl_magvit on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 38 nodes (49%), 1114 µs (0%) [model-specs/evidence/autoencoder_kl_magvit.yaml]",
+            reason: "autoencoder_kl_magvit on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_magvit.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -163,7 +163,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_magvit on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 38 nodes (49%), 1114 µs (0%) [model-specs/evidence/autoencoder_kl_magvit.yaml]",
+                    reason: "autoencoder_kl_magvit on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_magvit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -171,7 +171,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_magvit on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 38 nodes (49%), 749 µs (0%) [model-specs/evidence/autoencoder_kl_magvit.yaml]",
+                    reason: "autoencoder_kl_magvit on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_magvit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -179,7 +179,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_magvit on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 38 nodes (49%), 833 µs (0%) [model-specs/evidence/autoencoder_kl_magvit.yaml]",
+                    reason: "autoencoder_kl_magvit on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_magvit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -191,7 +191,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_magvit on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 38 nodes (49%), 749 µs (0%) [model-specs/evidence/autoencoder_kl_magvit.yaml]; autoencoder_kl_magvit on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 38 nodes (49%), 1114 µs (0%) [model-specs/evidence/autoencoder_kl_magvit.yaml]",
+                    reason: "autoencoder_kl_magvit on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_magvit.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -200,7 +200,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_magvit on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 38 nodes (49%), 749 µs (0%) [model-specs/evidence/autoencoder_kl_magvit.yaml]; autoencoder_kl_magvit on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 38 nodes (49%), 1114 µs (0%) [model-specs/evidence/autoencoder_kl_magvit.yaml]",
+                    reason: "autoencoder_kl_magvit on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×38 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_magvit.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -220,7 +220,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_magvit on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_magvit.yaml]; autoencoder_kl_magvit on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_magvit.yaml]",
+            reason: "autoencoder_kl_magvit on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_magvit.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -258,7 +258,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_magvit on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_magvit.yaml]; autoencoder_kl_magvit on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_magvit.yaml]",
+                    reason: "autoencoder_kl_magvit on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_magvit.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -267,7 +267,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_magvit on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_magvit.yaml]; autoencoder_kl_magvit on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_magvit.yaml]",
+                    reason: "autoencoder_kl_magvit on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_magvit.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

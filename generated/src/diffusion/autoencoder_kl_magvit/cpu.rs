@@ -7,11 +7,11 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: autoencoder_kl_magvit on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output sample_output: cosine similarity … in its worst row (of 1 [model-specs/evidence/autoencoder_kl_magvit.yaml]"
+        "known issue: autoencoder_kl_magvit on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output sample_output: cosine similarity … in its worst row [model-specs/evidence/autoencoder_kl_magvit.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: autoencoder_kl_magvit on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output sample_output: cosine similarity … in its worst row (of 1 [model-specs/evidence/autoencoder_kl_magvit.yaml]"
+        "known issue: autoencoder_kl_magvit on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output sample_output: cosine similarity … in its worst row [model-specs/evidence/autoencoder_kl_magvit.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =

@@ -124,7 +124,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_minimax_h3 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×16 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]; autoencoder_kl_minimax_h3 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×16 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]",
+            reason: "autoencoder_kl_minimax_h3 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×16 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -162,7 +162,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_minimax_h3 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×16 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]; autoencoder_kl_minimax_h3 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×16 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]",
+                    reason: "autoencoder_kl_minimax_h3 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×16 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -171,7 +171,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_minimax_h3 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×16 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]; autoencoder_kl_minimax_h3 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×16 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]",
+                    reason: "autoencoder_kl_minimax_h3 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×16 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -191,7 +191,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_minimax_h3 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×21 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]; autoencoder_kl_minimax_h3 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×21 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]",
+            reason: "autoencoder_kl_minimax_h3 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×21 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_minimax_h3.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -201,7 +201,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_minimax_h3 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×21 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]",
+                    reason: "autoencoder_kl_minimax_h3 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×21 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -209,7 +209,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_minimax_h3 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×21 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]",
+                    reason: "autoencoder_kl_minimax_h3 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×21 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -217,7 +217,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_minimax_h3 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×21 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]",
+                    reason: "autoencoder_kl_minimax_h3 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×21 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -229,7 +229,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_minimax_h3 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×21 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]; autoencoder_kl_minimax_h3 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×21 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]",
+                    reason: "autoencoder_kl_minimax_h3 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×21 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_minimax_h3.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -238,7 +238,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_minimax_h3 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×21 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]; autoencoder_kl_minimax_h3 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×21 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 22… [model-specs/evidence/autoencoder_kl_minimax_h3.yaml]",
+                    reason: "autoencoder_kl_minimax_h3 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×21 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_minimax_h3.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

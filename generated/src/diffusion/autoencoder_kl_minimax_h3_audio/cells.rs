@@ -124,7 +124,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_minimax_h3_audio on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_minimax_h3_audio/model.onnx: Node 'node_Conv_787_token_127' OpType:Conv with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml]; autoencoder_kl_minimax_h3_audio on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_minimax_h3_audio/model.onnx: Node 'node_Conv_787_token_127' OpType:Conv with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml]",
+            reason: "autoencoder_kl_minimax_h3_audio on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_minimax_h3_audio/model.onnx: Node 'node_Conv_787_token_127' OpType:Conv with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -162,7 +162,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_minimax_h3_audio on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_minimax_h3_audio/model.onnx: Node 'node_Conv_787_token_127' OpType:Conv with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml]; autoencoder_kl_minimax_h3_audio on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_minimax_h3_audio/model.onnx: Node 'node_Conv_787_token_127' OpType:Conv with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml]",
+                    reason: "autoencoder_kl_minimax_h3_audio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_minimax_h3_audio/model.onnx: Node 'node_Conv_787_token_127' OpType:Conv with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -171,7 +171,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_minimax_h3_audio on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_minimax_h3_audio/model.onnx: Node 'node_Conv_787_token_127' OpType:Conv with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml]; autoencoder_kl_minimax_h3_audio on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_minimax_h3_audio/model.onnx: Node 'node_Conv_787_token_127' OpType:Conv with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml]",
+                    reason: "autoencoder_kl_minimax_h3_audio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/autoencoder_kl_minimax_h3_audio/model.onnx: Node 'node_Conv_787_token_127' OpType:Conv with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -191,7 +191,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_minimax_h3_audio on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml]; autoencoder_kl_minimax_h3_audio on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml]",
+            reason: "autoencoder_kl_minimax_h3_audio on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -229,7 +229,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_minimax_h3_audio on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml]; autoencoder_kl_minimax_h3_audio on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml]",
+                    reason: "autoencoder_kl_minimax_h3_audio on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -238,7 +238,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_minimax_h3_audio on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml]; autoencoder_kl_minimax_h3_audio on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml]",
+                    reason: "autoencoder_kl_minimax_h3_audio on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/autoencoder_kl_minimax_h3_audio.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -24,7 +24,7 @@ mod native {
     runtime::cell_tests!(super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: autoencoder_kl_qwenimage on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output sample_output: cosine similarity … in its worst row (of 1 [model-specs/evidence/autoencoder_kl_qwenimage.yaml]"
+        "known issue: autoencoder_kl_qwenimage on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output sample_output: cosine similarity … in its worst row [model-specs/evidence/autoencoder_kl_qwenimage.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =

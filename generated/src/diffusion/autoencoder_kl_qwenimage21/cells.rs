@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_qwenimage21 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×56 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (50%), 3380 µs (11%) [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]",
+                    reason: "autoencoder_kl_qwenimage21 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×56 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -135,7 +135,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_qwenimage21 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×4 on CPUExecutionProvider, ReduceL2 ×40 on CPUExecutionProvider, ReduceMean ×5 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]; autoencoder_kl_qwenimage21 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×4 on CPUExecutionProvider, ReduceL2 ×40 on CPUExecutionProvider, ReduceMean ×5 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]",
+            reason: "autoencoder_kl_qwenimage21 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×4 on CPUExecutionProvider, ReduceL2 ×40 on CPUExecutionProvider, ReduceMean ×5 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_qwenimage21.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -173,7 +173,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_qwenimage21 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×4 on CPUExecutionProvider, ReduceL2 ×40 on CPUExecutionProvider, ReduceMean ×5 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]; autoencoder_kl_qwenimage21 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×4 on CPUExecutionProvider, ReduceL2 ×40 on CPUExecutionProvider, ReduceMean ×5 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]",
+                    reason: "autoencoder_kl_qwenimage21 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×4 on CPUExecutionProvider, ReduceL2 ×40 on CPUExecutionProvider, ReduceMean ×5 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_qwenimage21.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -182,7 +182,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_qwenimage21 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×4 on CPUExecutionProvider, ReduceL2 ×40 on CPUExecutionProvider, ReduceMean ×5 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]; autoencoder_kl_qwenimage21 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×4 on CPUExecutionProvider, ReduceL2 ×40 on CPUExecutionProvider, ReduceMean ×5 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]",
+                    reason: "autoencoder_kl_qwenimage21 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×4 on CPUExecutionProvider, ReduceL2 ×40 on CPUExecutionProvider, ReduceMean ×5 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_qwenimage21.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -202,7 +202,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_qwenimage21 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×9 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (24%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]; autoencoder_kl_qwenimage21 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×9 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (24%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]",
+            reason: "autoencoder_kl_qwenimage21 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×9 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_qwenimage21.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -212,7 +212,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_qwenimage21 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×9 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (24%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]",
+                    reason: "autoencoder_kl_qwenimage21 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×9 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -220,7 +220,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_qwenimage21 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×9 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (24%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]",
+                    reason: "autoencoder_kl_qwenimage21 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×9 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -228,7 +228,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_qwenimage21 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×9 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (24%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]",
+                    reason: "autoencoder_kl_qwenimage21 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×9 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -240,7 +240,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_qwenimage21 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×9 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (24%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]; autoencoder_kl_qwenimage21 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×9 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (24%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]",
+                    reason: "autoencoder_kl_qwenimage21 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×9 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_qwenimage21.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -249,7 +249,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_qwenimage21 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×9 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (24%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]; autoencoder_kl_qwenimage21 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×9 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 9 nodes (24%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]",
+                    reason: "autoencoder_kl_qwenimage21 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×9 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_qwenimage21.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: autoencoder_kl_qwenimage21 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×56 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (50%), 3380 µs (11%) [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]"
+        "known issue: autoencoder_kl_qwenimage21 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×56 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_qwenimage21.yaml]"
     );
 }
 /// autoencoder_kl_qwenimage21 on openvino with OpenVINO runtime, device CPU: run.

@@ -143,7 +143,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_wan on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×2 on CPUExecutionProvider, ReduceL2 ×68 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Split… [model-specs/evidence/autoencoder_kl_wan.yaml]; autoencoder_kl_wan on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×2 on CPUExecutionProvider, ReduceL2 ×68 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Split… [model-specs/evidence/autoencoder_kl_wan.yaml]",
+            reason: "autoencoder_kl_wan on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×2 on CPUExecutionProvider, ReduceL2 ×68 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Split… [model-specs/evidence/autoencoder_kl_wan.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -181,7 +181,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_wan on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×2 on CPUExecutionProvider, ReduceL2 ×68 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Split… [model-specs/evidence/autoencoder_kl_wan.yaml]; autoencoder_kl_wan on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×2 on CPUExecutionProvider, ReduceL2 ×68 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Split… [model-specs/evidence/autoencoder_kl_wan.yaml]",
+                    reason: "autoencoder_kl_wan on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×2 on CPUExecutionProvider, ReduceL2 ×68 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Split… [model-specs/evidence/autoencoder_kl_wan.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -190,7 +190,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_wan on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×2 on CPUExecutionProvider, ReduceL2 ×68 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Split… [model-specs/evidence/autoencoder_kl_wan.yaml]; autoencoder_kl_wan on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×2 on CPUExecutionProvider, ReduceL2 ×68 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Split… [model-specs/evidence/autoencoder_kl_wan.yaml]",
+                    reason: "autoencoder_kl_wan on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×2 on CPUExecutionProvider, ReduceL2 ×68 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Split… [model-specs/evidence/autoencoder_kl_wan.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -210,7 +210,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "autoencoder_kl_wan on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×84 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 84 nodes (28%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_wan.yaml]; autoencoder_kl_wan on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×84 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 84 nodes (28%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_wan.yaml]",
+            reason: "autoencoder_kl_wan on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×84 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_wan.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -220,7 +220,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_wan on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×84 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 84 nodes (28%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_wan.yaml]",
+                    reason: "autoencoder_kl_wan on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×84 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_wan.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -228,7 +228,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_wan on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×84 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 84 nodes (28%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_wan.yaml]",
+                    reason: "autoencoder_kl_wan on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×84 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_wan.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -236,7 +236,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_kl_wan on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×84 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 84 nodes (28%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_wan.yaml]",
+                    reason: "autoencoder_kl_wan on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×84 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_wan.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -248,7 +248,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_wan on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×84 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 84 nodes (28%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_wan.yaml]; autoencoder_kl_wan on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×84 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 84 nodes (28%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_wan.yaml]",
+                    reason: "autoencoder_kl_wan on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×84 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_wan.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -257,7 +257,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_wan on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×84 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 84 nodes (28%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_wan.yaml]; autoencoder_kl_wan on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×84 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 84 nodes (28%), 0 µs (0%) [model-specs/evidence/autoencoder_kl_wan.yaml]",
+                    reason: "autoencoder_kl_wan on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×84 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_wan.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -291,7 +291,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "autoencoder_kl_wan on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output sample_output: cosine similarity … in its worst row (of 1 [model-specs/evidence/autoencoder_kl_wan.yaml]",
+                    reason: "autoencoder_kl_wan on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output sample_output: cosine similarity … in its worst row [model-specs/evidence/autoencoder_kl_wan.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -85,7 +85,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "autoencoder_rae on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 9 µs (0%) [model-specs/evidence/autoencoder_rae.yaml]; autoencoder_rae on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 4 µs (0%) [model-specs/evidence/autoencoder_rae.yaml]",
+            reason: "autoencoder_rae on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_rae.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -95,7 +95,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_rae on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 4 µs (0%) [model-specs/evidence/autoencoder_rae.yaml]",
+                    reason: "autoencoder_rae on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_rae.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -103,7 +103,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_rae on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 9 µs (0%) [model-specs/evidence/autoencoder_rae.yaml]",
+                    reason: "autoencoder_rae on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_rae.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -111,7 +111,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_rae on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 4 µs (0%) [model-specs/evidence/autoencoder_rae.yaml]",
+                    reason: "autoencoder_rae on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_rae.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -123,7 +123,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_rae on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 9 µs (0%) [model-specs/evidence/autoencoder_rae.yaml]; autoencoder_rae on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 4 µs (0%) [model-specs/evidence/autoencoder_rae.yaml]",
+                    reason: "autoencoder_rae on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_rae.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -137,7 +137,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_OV,
         Planned::KnownIssue {
-            reason: "autoencoder_rae on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output sample_output: 417 of 768 elements outside abs … + rel … (max abs error … [model-specs/evidence/autoencoder_rae.yaml]",
+            reason: "autoencoder_rae on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output sample_output: 417 of 768 elements outside abs … + rel … [model-specs/evidence/autoencoder_rae.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -151,7 +151,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "autoencoder_rae on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 783 of 1536 elements outside abs … + rel … (max abs error … [model-specs/evidence/autoencoder_rae.yaml]",
+                    reason: "autoencoder_rae on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 783 of 1536 elements outside abs … + rel … [model-specs/evidence/autoencoder_rae.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -163,7 +163,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_rae on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output sample_output: 417 of 768 elements outside abs … + rel … (max abs error … [model-specs/evidence/autoencoder_rae.yaml]",
+                    reason: "autoencoder_rae on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 783 of 1536 elements outside abs … + rel … [model-specs/evidence/autoencoder_rae.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -172,7 +172,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "autoencoder_rae on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output sample_output: 417 of 768 elements outside abs … + rel … (max abs error … [model-specs/evidence/autoencoder_rae.yaml]",
+                    reason: "autoencoder_rae on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 783 of 1536 elements outside abs … + rel … [model-specs/evidence/autoencoder_rae.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

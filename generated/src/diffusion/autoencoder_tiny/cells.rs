@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "autoencoder_tiny on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component decoder: not every node ran on OpenVINOExecutionProvider: ConvInteger ×35 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes… [model-specs/evidence/autoencoder_tiny.yaml]",
+                    reason: "autoencoder_tiny on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component decoder: not every node ran on OpenVINOExecutionProvider: ConvInteger ×35 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_tiny.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: autoencoder_tiny on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component decoder: not every node ran on OpenVINOExecutionProvider: ConvInteger ×35 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 35 nodes… [model-specs/evidence/autoencoder_tiny.yaml]"
+        "known issue: autoencoder_tiny on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component decoder: not every node ran on OpenVINOExecutionProvider: ConvInteger ×35 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_tiny.yaml]"
     );
 }
 /// autoencoder_tiny on openvino with OpenVINO runtime, device CPU: run.

@@ -13,8 +13,8 @@ mod onnx {
         "known issue: autoencoder_vidtok on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample_output has shape [1, 3, 16, 32, 32], expected [2, 3, 16, 32, 32] (batch=2, sample_1=3, sample_2=16, sample_3=32, sample_4=32) [model-specs/evidence/autoencoder_vidtok.yaml]"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
-        gate_openvino
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: autoencoder_vidtok on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample_output has shape [1, 3, 16, 32, 32], expected [2, 3, 16, 32, 32] (batch=2, sample_1=3, sample_2=16, sample_3=32, sample_4=32) [model-specs/evidence/autoencoder_vidtok.yaml]"
     );
 }
 /// autoencoder_vidtok on openvino with OpenVINO runtime, device CPU: run.
@@ -30,11 +30,11 @@ mod ov {
         "known issue: autoencoder_vidtok on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample_output has shape [1, 3, 16, 32, 32], expected [2, 3, 16, 32, 32] (batch=2, sample_1=3, sample_2=16, sample_3=32, sample_4=32) [model-specs/evidence/autoencoder_vidtok.yaml]"
     );
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: autoencoder_vidtok on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample_output has shape [1, 3, 16, 32, 32], expected [2, 3, 16, 32, 32] (batch=2, sample_1=3, sample_2=16, sample_3=32, sample_4=32) [model-specs/evidence/autoencoder_vidtok.yaml]"
     );
     runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
-        gate_openvino
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: autoencoder_vidtok on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample_output has shape [1, 3, 16, 32, 32], expected [2, 3, 16, 32, 32] (batch=2, sample_1=3, sample_2=16, sample_3=32, sample_4=32) [model-specs/evidence/autoencoder_vidtok.yaml]"
     );
 }

@@ -49,7 +49,7 @@ pub static CPU_TORCH: Cell = Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_TORCH,
         Planned::KnownIssue {
-            reason: "cogvideox_transformer_3d on cpu with libtorch: matches_reference failed: the model with the standard tool (out-of-tolerance): output sample: 255 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/cogvideox_transformer_3d.yaml]",
+            reason: "cogvideox_transformer_3d on cpu with libtorch: matches_reference failed: the model with the standard tool (out-of-tolerance): output sample: 255 of 256 elements outside abs … + rel … [model-specs/evidence/cogvideox_transformer_3d.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -63,7 +63,7 @@ pub static CPU_TORCH: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "cogvideox_transformer_3d on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 512 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/cogvideox_transformer_3d.yaml]",
+                    reason: "cogvideox_transformer_3d on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 512 of 512 elements outside abs … + rel … [model-specs/evidence/cogvideox_transformer_3d.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

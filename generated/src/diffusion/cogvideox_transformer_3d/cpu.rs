@@ -21,17 +21,17 @@ mod onnx {
         "known issue: cogvideox_transformer_3d's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs … + rel …… [model-specs/evidence/cogvideox_transformer_3d.yaml]"
     );
 }
-/// cogvideox_transformer_3d on cpu with libtorch, device cpu: known-issue (cogvideox_transformer_3d on cpu with libtorch: matches_reference failed: the model with the standard tool (out-of-tolerance): output sample: 255 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/cogvideox_transformer_3d.yaml]).
+/// cogvideox_transformer_3d on cpu with libtorch, device cpu: known-issue (cogvideox_transformer_3d on cpu with libtorch: matches_reference failed: the model with the standard tool (out-of-tolerance): output sample: 255 of 256 elements outside abs … + rel … [model-specs/evidence/cogvideox_transformer_3d.yaml]).
 ///
 /// Select this cell with `cargo test -p generated diffusion::cogvideox_transformer_3d::cpu::torch::`.
 mod torch {
     runtime::check_test!(runs, super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
     runtime::check_test!(
         matches_reference, super::super::cells::CPU_TORCH, ignore =
-        "known issue: cogvideox_transformer_3d on cpu with libtorch: matches_reference failed: the model with the standard tool (out-of-tolerance): output sample: 255 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/cogvideox_transformer_3d.yaml]"
+        "known issue: cogvideox_transformer_3d on cpu with libtorch: matches_reference failed: the model with the standard tool (out-of-tolerance): output sample: 255 of 256 elements outside abs … + rel … [model-specs/evidence/cogvideox_transformer_3d.yaml]"
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
-        "known issue: cogvideox_transformer_3d on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 512 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/cogvideox_transformer_3d.yaml]"
+        "known issue: cogvideox_transformer_3d on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 512 of 512 elements outside abs … + rel … [model-specs/evidence/cogvideox_transformer_3d.yaml]"
     );
 }

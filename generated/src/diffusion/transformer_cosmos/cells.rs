@@ -22,12 +22,33 @@ pub static CPU_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(
-                Precision::Int8Avx2,
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "transformer_cosmos on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Mul node [model-specs/evidence/transformer_cosmos.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Int8Avx2,
+                Planned::KnownIssue {
+                    reason: "transformer_cosmos on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Mul node [model-specs/evidence/transformer_cosmos.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "transformer_cosmos on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Mul node [model-specs/evidence/transformer_cosmos.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_cosmos on cpu: run (libtorch, device cpu).
@@ -111,7 +132,17 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         ],
     )
     .with_precision_checks(
-        &[PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85))],
+        &[
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "transformer_cosmos on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 4, 1, 16, 16], expected [2, 4, 1, 16, 16] (batch=2, sample_1=4, sample_2=1, sample_3=16, sample_4=16) [model-specs/evidence/transformer_cosmos.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+        ],
     );
 /// transformer_cosmos on openvino: run (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: Cell = Cell::new(
@@ -134,12 +165,22 @@ pub static OPENVINO_OV: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt8,
+                Planned::KnownIssue {
+                    reason: "transformer_cosmos on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 4, 1, 16, 16], expected [2, 4, 1, 16, 16] (batch=2, sample_1=4, sample_2=1, sample_3=16, sample_4=16) [model-specs/evidence/transformer_cosmos.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt4,
+                Planned::KnownIssue {
+                    reason: "transformer_cosmos on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 4, 1, 16, 16], expected [2, 4, 1, 16, 16] (batch=2, sample_1=4, sample_2=1, sample_3=16, sample_4=16) [model-specs/evidence/transformer_cosmos.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
         ],
@@ -150,7 +191,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::NotTested {
-            reason: "not tested here: transformer_cosmos on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/transformer_cosmos.yaml]; transformer_cosmos on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/transformer_cosmos.yaml]",
+            reason: "not tested here: transformer_cosmos on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/transformer_cosmos.yaml] (the store also holds runs)",
             stage: Stage::Run,
         },
     )
@@ -184,17 +225,19 @@ pub static QNN_ONNX: Cell = Cell::new(
         &[
             PrecisionCheck::new(
                 Precision::Qdq8,
-                Planned::NotTested {
-                    reason: "not tested here: transformer_cosmos on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/transformer_cosmos.yaml]; transformer_cosmos on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/transformer_cosmos.yaml]",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "transformer_cosmos on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/transformer_cosmos/model.onnx: Node (/model/transformer_blocks.0/attn1/Mul_1) Op (Mul) [ShapeInferenceError] Incompatible dimensions [model-specs/evidence/transformer_cosmos.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
             PrecisionCheck::new(
                 Precision::Fp16,
-                Planned::NotTested {
-                    reason: "not tested here: transformer_cosmos on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/transformer_cosmos.yaml]; transformer_cosmos on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/transformer_cosmos.yaml]",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "transformer_cosmos on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/transformer_cosmos/model.onnx: Node (/model/transformer_blocks.0/attn1/Mul_1) Op (Mul) [ShapeInferenceError] Incompatible dimensions [model-specs/evidence/transformer_cosmos.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
             ),
@@ -215,7 +258,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "transformer_cosmos on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/transformer_cosmos.yaml]; transformer_cosmos on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/transformer_cosmos.yaml]",
+            reason: "transformer_cosmos on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_cosmos.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -225,7 +268,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_cosmos on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/transformer_cosmos.yaml]",
+                    reason: "transformer_cosmos on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_cosmos.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -233,7 +276,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_cosmos on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/transformer_cosmos.yaml]",
+                    reason: "transformer_cosmos on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_cosmos.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -253,18 +296,18 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_cosmos on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/transformer_cosmos.yaml]; transformer_cosmos on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/transformer_cosmos.yaml]",
+                    reason: "transformer_cosmos on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/transformer_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
             ),
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_cosmos on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/transformer_cosmos.yaml]; transformer_cosmos on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/transformer_cosmos.yaml]",
+                    reason: "transformer_cosmos on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/transformer_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
@@ -291,9 +334,33 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "transformer_cosmos on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_cosmos.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "transformer_cosmos on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_cosmos.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "transformer_cosmos on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_cosmos.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_cosmos on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -317,9 +384,33 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "transformer_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Mul node [model-specs/evidence/transformer_cosmos.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "transformer_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Mul node [model-specs/evidence/transformer_cosmos.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "transformer_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Mul node [model-specs/evidence/transformer_cosmos.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_cosmos on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
@@ -343,9 +434,33 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "transformer_cosmos on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_cosmos.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "transformer_cosmos on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_cosmos.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "transformer_cosmos on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_cosmos.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_cosmos on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -13,8 +13,8 @@ mod onnx {
         "known issue: transformer_cosmos on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 4, 1, 16, 16], expected [2, 4, 1, 16, 16] (batch=2, sample_1=4, sample_2=1, sample_3=16, sample_4=16) [model-specs/evidence/transformer_cosmos.yaml]"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
-        gate_openvino
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: transformer_cosmos on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 4, 1, 16, 16], expected [2, 4, 1, 16, 16] (batch=2, sample_1=4, sample_2=1, sample_3=16, sample_4=16) [model-specs/evidence/transformer_cosmos.yaml]"
     );
 }
 /// transformer_cosmos on openvino with OpenVINO runtime, device CPU: run.
@@ -30,11 +30,11 @@ mod ov {
         "known issue: transformer_cosmos on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 4, 1, 16, 16], expected [2, 4, 1, 16, 16] (batch=2, sample_1=4, sample_2=1, sample_3=16, sample_4=16) [model-specs/evidence/transformer_cosmos.yaml]"
     );
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: transformer_cosmos on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 4, 1, 16, 16], expected [2, 4, 1, 16, 16] (batch=2, sample_1=4, sample_2=1, sample_3=16, sample_4=16) [model-specs/evidence/transformer_cosmos.yaml]"
     );
     runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
-        gate_openvino
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: transformer_cosmos on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 4, 1, 16, 16], expected [2, 4, 1, 16, 16] (batch=2, sample_1=4, sample_2=1, sample_3=16, sample_4=16) [model-specs/evidence/transformer_cosmos.yaml]"
     );
 }

@@ -17,7 +17,7 @@ mod onnx {
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
     );
 }
-/// transformer_easyanimate on cpu with libtorch, device cpu: known-issue (transformer_easyanimate on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/transformer_easyanimate.yaml]; transformer_easyanimate on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/transformer_easyanimate.yaml]).
+/// transformer_easyanimate on cpu with libtorch, device cpu: known-issue (transformer_easyanimate on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/transformer_easyanimate.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_easyanimate::cpu::torch::`.
 mod torch {

@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_ernie_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 32 µs (1%) [model-specs/evidence/transformer_ernie_image.yaml]; transformer_ernie_image on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 31 µs (1%) [model-specs/evidence/transformer_ernie_image.yaml]",
+            reason: "transformer_ernie_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ernie_image.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_ernie_image on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 31 µs (1%) [model-specs/evidence/transformer_ernie_image.yaml]",
+                    reason: "transformer_ernie_image on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ernie_image.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -116,7 +116,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_ernie_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 32 µs (1%) [model-specs/evidence/transformer_ernie_image.yaml]",
+                    reason: "transformer_ernie_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ernie_image.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -124,7 +124,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_ernie_image on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 64 µs (1%) [model-specs/evidence/transformer_ernie_image.yaml]",
+                    reason: "transformer_ernie_image on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ernie_image.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -136,7 +136,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "transformer_ernie_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 32 µs (1%) [model-specs/evidence/transformer_ernie_image.yaml]; transformer_ernie_image on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 31 µs (1%) [model-specs/evidence/transformer_ernie_image.yaml]",
+                    reason: "transformer_ernie_image on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ernie_image.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -173,7 +173,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_ernie_image on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 136 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]; transformer_ernie_image on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 129 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]",
+            reason: "transformer_ernie_image on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ernie_image.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -183,7 +183,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_ernie_image on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 129 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]",
+                    reason: "transformer_ernie_image on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ernie_image.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -191,7 +191,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_ernie_image on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 136 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]",
+                    reason: "transformer_ernie_image on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ernie_image.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -199,7 +199,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_ernie_image on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 142 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]",
+                    reason: "transformer_ernie_image on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ernie_image.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -211,7 +211,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_ernie_image on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 136 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]; transformer_ernie_image on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 129 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]",
+                    reason: "transformer_ernie_image on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ernie_image.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -220,7 +220,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_ernie_image on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 136 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]; transformer_ernie_image on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (60%), 129 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]",
+                    reason: "transformer_ernie_image on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ernie_image.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -240,7 +240,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "transformer_ernie_image on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (27%), 0 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]; transformer_ernie_image on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (27%), 0 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]",
+            reason: "transformer_ernie_image on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ernie_image.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -250,7 +250,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_ernie_image on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (27%), 0 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]",
+                    reason: "transformer_ernie_image on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ernie_image.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -258,7 +258,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_ernie_image on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (27%), 0 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]",
+                    reason: "transformer_ernie_image on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ernie_image.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -266,7 +266,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_ernie_image on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (27%), 0 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]",
+                    reason: "transformer_ernie_image on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ernie_image.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -278,7 +278,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_ernie_image on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (27%), 0 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]; transformer_ernie_image on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (27%), 0 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]",
+                    reason: "transformer_ernie_image on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ernie_image.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -287,7 +287,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_ernie_image on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (27%), 0 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]; transformer_ernie_image on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (27%), 0 µs (0%) [model-specs/evidence/transformer_ernie_image.yaml]",
+                    reason: "transformer_ernie_image on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ernie_image.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

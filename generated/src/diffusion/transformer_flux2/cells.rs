@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_flux2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_flux2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2' [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_flux2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2' [model-specs/evidence/transformer_flux2.yaml]",
+            reason: "transformer_flux2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_flux2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2' [model-specs/evidence/transformer_flux2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -136,7 +136,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "transformer_flux2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_flux2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2' [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_flux2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2' [model-specs/evidence/transformer_flux2.yaml]",
+                    reason: "transformer_flux2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_flux2/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2' [model-specs/evidence/transformer_flux2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -169,7 +169,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_flux2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_flux2.yaml]",
+            reason: "transformer_flux2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_flux2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -207,7 +207,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_flux2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_flux2.yaml]",
+                    reason: "transformer_flux2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_flux2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -216,7 +216,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_flux2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_flux2.yaml]",
+                    reason: "transformer_flux2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_flux2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_flux2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -236,7 +236,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "transformer_flux2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml]",
+            reason: "transformer_flux2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -274,7 +274,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_flux2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml]",
+                    reason: "transformer_flux2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -283,7 +283,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_flux2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml]",
+                    reason: "transformer_flux2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -297,7 +297,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "transformer_flux2 on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml]",
+            reason: "transformer_flux2 on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -335,7 +335,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_flux2 on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml]",
+                    reason: "transformer_flux2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -344,7 +344,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "transformer_flux2 on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml]",
+                    reason: "transformer_flux2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -353,7 +353,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "transformer_flux2 on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml]",
+                    reason: "transformer_flux2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -367,7 +367,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "transformer_flux2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml]",
+            reason: "transformer_flux2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -405,7 +405,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_flux2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml]",
+                    reason: "transformer_flux2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -414,7 +414,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "transformer_flux2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml]",
+                    reason: "transformer_flux2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -423,7 +423,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "transformer_flux2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml]",
+                    reason: "transformer_flux2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×24 on CPUExecutionProvider, Cos ×8 on CPUExecutionProvider, Expand ×16 on CPUExecutionProvider, Mul ×8 on… [model-specs/evidence/transformer_flux2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -437,7 +437,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "transformer_flux2 on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml]",
+            reason: "transformer_flux2 on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -475,7 +475,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_flux2 on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml]",
+                    reason: "transformer_flux2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -484,7 +484,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "transformer_flux2 on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml]",
+                    reason: "transformer_flux2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -493,7 +493,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "transformer_flux2 on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml]; transformer_flux2 on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml]",
+                    reason: "transformer_flux2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -137,7 +137,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_glm_image on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, NonZero ×2… [model-specs/evidence/transformer_glm_image.yaml]; transformer_glm_image on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, NonZero ×2… [model-specs/evidence/transformer_glm_image.yaml]",
+            reason: "transformer_glm_image on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, NonZero ×2… [model-specs/evidence/transformer_glm_image.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -175,7 +175,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_glm_image on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, NonZero ×2… [model-specs/evidence/transformer_glm_image.yaml]; transformer_glm_image on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, NonZero ×2… [model-specs/evidence/transformer_glm_image.yaml]",
+                    reason: "transformer_glm_image on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, NonZero ×2… [model-specs/evidence/transformer_glm_image.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -184,7 +184,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_glm_image on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, NonZero ×2… [model-specs/evidence/transformer_glm_image.yaml]; transformer_glm_image on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, NonZero ×2… [model-specs/evidence/transformer_glm_image.yaml]",
+                    reason: "transformer_glm_image on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, NonZero ×2… [model-specs/evidence/transformer_glm_image.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -204,7 +204,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "transformer_glm_image on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Reshape… [model-specs/evidence/transformer_glm_image.yaml]; transformer_glm_image on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Reshape… [model-specs/evidence/transformer_glm_image.yaml]",
+            reason: "transformer_glm_image on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Reshape… [model-specs/evidence/transformer_glm_image.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -242,7 +242,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_glm_image on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Reshape… [model-specs/evidence/transformer_glm_image.yaml]; transformer_glm_image on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Reshape… [model-specs/evidence/transformer_glm_image.yaml]",
+                    reason: "transformer_glm_image on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Reshape… [model-specs/evidence/transformer_glm_image.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -251,7 +251,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_glm_image on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Reshape… [model-specs/evidence/transformer_glm_image.yaml]; transformer_glm_image on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Reshape… [model-specs/evidence/transformer_glm_image.yaml]",
+                    reason: "transformer_glm_image on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Mul ×1 on CPUExecutionProvider, Reshape… [model-specs/evidence/transformer_glm_image.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -265,7 +265,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "transformer_glm_image on webgpu with browser: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/transformer_glm_image.yaml]; transformer_glm_image on webgpu with browser: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_glm_image.yaml]",
+            reason: "transformer_glm_image on webgpu with browser: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_glm_image.yaml] (the store also holds matches_reference)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -302,7 +302,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_glm_image on webgpu with browser: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/transformer_glm_image.yaml]; transformer_glm_image on webgpu with browser: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_glm_image.yaml]",
+                    reason: "transformer_glm_image on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_glm_image.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -311,7 +311,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "transformer_glm_image on webgpu with browser: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/transformer_glm_image.yaml]; transformer_glm_image on webgpu with browser: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_glm_image.yaml]",
+                    reason: "transformer_glm_image on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_glm_image.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -320,7 +320,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "transformer_glm_image on webgpu with browser: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/transformer_glm_image.yaml]; transformer_glm_image on webgpu with browser: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_glm_image.yaml]",
+                    reason: "transformer_glm_image on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_glm_image.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_helios on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Split ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 31 µs (0%) [model-specs/evidence/transformer_helios.yaml]; transformer_helios on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Split ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 18 µs (0%) [model-specs/evidence/transformer_helios.yaml]",
+            reason: "transformer_helios on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Split ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_helios.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_helios on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Split ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 18 µs (0%) [model-specs/evidence/transformer_helios.yaml]",
+                    reason: "transformer_helios on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Split ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_helios.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -116,7 +116,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_helios on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Split ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 31 µs (0%) [model-specs/evidence/transformer_helios.yaml]",
+                    reason: "transformer_helios on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Split ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_helios.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -124,7 +124,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_helios on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Split ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 30 µs (0%) [model-specs/evidence/transformer_helios.yaml]",
+                    reason: "transformer_helios on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Split ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_helios.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -136,7 +136,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "transformer_helios on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Split ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 31 µs (0%) [model-specs/evidence/transformer_helios.yaml]; transformer_helios on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Split ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 18 µs (0%) [model-specs/evidence/transformer_helios.yaml]",
+                    reason: "transformer_helios on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Split ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_helios.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -169,7 +169,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_helios on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_helios/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_helios.yaml]; transformer_helios on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_helios/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_helios.yaml]",
+            reason: "transformer_helios on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_helios/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_helios.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -207,7 +207,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_helios on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_helios/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_helios.yaml]; transformer_helios on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_helios/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_helios.yaml]",
+                    reason: "transformer_helios on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_helios/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_helios.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -216,7 +216,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_helios on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_helios/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_helios.yaml]; transformer_helios on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_helios/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_helios.yaml]",
+                    reason: "transformer_helios on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_helios/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_helios.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -236,7 +236,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "transformer_helios on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/transformer_helios.yaml]; transformer_helios on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/transformer_helios.yaml]",
+            reason: "transformer_helios on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/transformer_helios.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -274,7 +274,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_helios on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/transformer_helios.yaml]; transformer_helios on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/transformer_helios.yaml]",
+                    reason: "transformer_helios on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/transformer_helios.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -283,7 +283,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_helios on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/transformer_helios.yaml]; transformer_helios on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/transformer_helios.yaml]",
+                    reason: "transformer_helios on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Split ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran… [model-specs/evidence/transformer_helios.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

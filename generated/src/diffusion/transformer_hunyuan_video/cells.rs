@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_hunyuan_video on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 84 µs (1%) [model-specs/evidence/transformer_hunyuan_video.yaml]; transformer_hunyuan_video on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 82 µs (1%) [model-specs/evidence/transformer_hunyuan_video.yaml]",
+            reason: "transformer_hunyuan_video on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_hunyuan_video.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 82 µs (1%) [model-specs/evidence/transformer_hunyuan_video.yaml]",
+                    reason: "transformer_hunyuan_video on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_hunyuan_video.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -116,7 +116,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 84 µs (1%) [model-specs/evidence/transformer_hunyuan_video.yaml]",
+                    reason: "transformer_hunyuan_video on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_hunyuan_video.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -124,7 +124,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 161 µs (1%) [model-specs/evidence/transformer_hunyuan_video.yaml]",
+                    reason: "transformer_hunyuan_video on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_hunyuan_video.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -136,7 +136,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 84 µs (1%) [model-specs/evidence/transformer_hunyuan_video.yaml]; transformer_hunyuan_video on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (38%), 82 µs (1%) [model-specs/evidence/transformer_hunyuan_video.yaml]",
+                    reason: "transformer_hunyuan_video on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_hunyuan_video.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -169,7 +169,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_hunyuan_video on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterElements ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_hunyuan_video.yaml]; transformer_hunyuan_video on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterElements ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_hunyuan_video.yaml]",
+            reason: "transformer_hunyuan_video on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterElements ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_hunyuan_video.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -207,7 +207,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterElements ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_hunyuan_video.yaml]; transformer_hunyuan_video on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterElements ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_hunyuan_video.yaml]",
+                    reason: "transformer_hunyuan_video on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterElements ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_hunyuan_video.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -216,7 +216,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterElements ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_hunyuan_video.yaml]; transformer_hunyuan_video on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterElements ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_hunyuan_video.yaml]",
+                    reason: "transformer_hunyuan_video on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterElements ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_hunyuan_video.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -236,7 +236,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "transformer_hunyuan_video on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/transformer_hunyuan_video.yaml]; transformer_hunyuan_video on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/transformer_hunyuan_video.yaml]",
+            reason: "transformer_hunyuan_video on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_hunyuan_video.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -246,7 +246,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/transformer_hunyuan_video.yaml]",
+                    reason: "transformer_hunyuan_video on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_hunyuan_video.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -254,7 +254,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/transformer_hunyuan_video.yaml]",
+                    reason: "transformer_hunyuan_video on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_hunyuan_video.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -262,7 +262,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/transformer_hunyuan_video.yaml]",
+                    reason: "transformer_hunyuan_video on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_hunyuan_video.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -274,7 +274,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/transformer_hunyuan_video.yaml]; transformer_hunyuan_video on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/transformer_hunyuan_video.yaml]",
+                    reason: "transformer_hunyuan_video on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_hunyuan_video.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -283,7 +283,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/transformer_hunyuan_video.yaml]; transformer_hunyuan_video on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/transformer_hunyuan_video.yaml]",
+                    reason: "transformer_hunyuan_video on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_hunyuan_video.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

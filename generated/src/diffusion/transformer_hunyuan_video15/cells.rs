@@ -22,12 +22,33 @@ pub static CPU_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(
-                Precision::Int8Avx2,
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "transformer_hunyuan_video15 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Int8Avx2,
+                Planned::KnownIssue {
+                    reason: "transformer_hunyuan_video15 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "transformer_hunyuan_video15 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_hunyuan_video15 on cpu: run (libtorch, device cpu).
@@ -109,7 +130,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_hunyuan_video15 on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2 node [model-specs/evidence/transformer_hunyuan_video15.yaml]; transformer_hunyuan_video15 on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2 node [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+            reason: "transformer_hunyuan_video15 on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2 node [model-specs/evidence/transformer_hunyuan_video15.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -147,7 +168,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video15 on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2 node [model-specs/evidence/transformer_hunyuan_video15.yaml]; transformer_hunyuan_video15 on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2 node [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    reason: "transformer_hunyuan_video15 on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2 node [model-specs/evidence/transformer_hunyuan_video15.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -176,12 +197,22 @@ pub static OPENVINO_OV: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt8,
+                Planned::KnownIssue {
+                    reason: "transformer_hunyuan_video15 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 0, 1, 8, 8], expected [2, 4, 1, 8, 8] (batch=2, sample_1=4, sample_2=1, sample_3=8, sample_4=8) [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt4,
+                Planned::KnownIssue {
+                    reason: "transformer_hunyuan_video15 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 0, 1, 8, 8], expected [2, 4, 1, 8, 8] (batch=2, sample_1=4, sample_2=1, sample_3=8, sample_4=8) [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
         ],
@@ -192,7 +223,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_hunyuan_video15 on qnn with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_7830532678444820654_17 node [model-specs/evidence/transformer_hunyuan_video15.yaml]; transformer_hunyuan_video15 on qnn with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_7830532678444820654_17 node [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+            reason: "transformer_hunyuan_video15 on qnn with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_7830532678444820654_17 node [model-specs/evidence/transformer_hunyuan_video15.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -230,18 +261,18 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video15 on qnn with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_7830532678444820654_17 node [model-specs/evidence/transformer_hunyuan_video15.yaml]; transformer_hunyuan_video15 on qnn with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_7830532678444820654_17 node [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    reason: "transformer_hunyuan_video15 on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/transformer_hunyuan_video15/model.onnx: Node (/model/Split_1) Op (Split) [ShapeInferenceError] Mismatch between the sum of 'split' (1)… [model-specs/evidence/transformer_hunyuan_video15.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video15 on qnn with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_7830532678444820654_17 node [model-specs/evidence/transformer_hunyuan_video15.yaml]; transformer_hunyuan_video15 on qnn with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_7830532678444820654_17 node [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    reason: "transformer_hunyuan_video15 on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/transformer_hunyuan_video15/model.onnx: Node (/model/Split_1) Op (Split) [ShapeInferenceError] Mismatch between the sum of 'split' (1)… [model-specs/evidence/transformer_hunyuan_video15.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
             ),
@@ -259,7 +290,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "transformer_hunyuan_video15 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×42 on CPUExecutionProvider, Concat ×10 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul… [model-specs/evidence/transformer_hunyuan_video15.yaml]; transformer_hunyuan_video15 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×42 on CPUExecutionProvider, Concat ×10 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul… [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+            reason: "transformer_hunyuan_video15 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×42 on CPUExecutionProvider, Concat ×10 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul… [model-specs/evidence/transformer_hunyuan_video15.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -297,18 +328,18 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video15 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×42 on CPUExecutionProvider, Concat ×10 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul… [model-specs/evidence/transformer_hunyuan_video15.yaml]; transformer_hunyuan_video15 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×42 on CPUExecutionProvider, Concat ×10 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul… [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    reason: "transformer_hunyuan_video15 on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/transformer_hunyuan_video15.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
             ),
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video15 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×42 on CPUExecutionProvider, Concat ×10 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul… [model-specs/evidence/transformer_hunyuan_video15.yaml]; transformer_hunyuan_video15 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×42 on CPUExecutionProvider, Concat ×10 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul… [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    reason: "transformer_hunyuan_video15 on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/transformer_hunyuan_video15.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
@@ -335,9 +366,33 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "transformer_hunyuan_video15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "transformer_hunyuan_video15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "transformer_hunyuan_video15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_hunyuan_video15 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -361,9 +416,33 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "transformer_hunyuan_video15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "transformer_hunyuan_video15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "transformer_hunyuan_video15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_hunyuan_video15 on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
@@ -387,9 +466,33 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "transformer_hunyuan_video15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "transformer_hunyuan_video15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "transformer_hunyuan_video15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_hunyuan_video15 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

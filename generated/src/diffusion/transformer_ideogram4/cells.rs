@@ -110,7 +110,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_ideogram4 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 6 µs (0%) [model-specs/evidence/transformer_ideogram4.yaml]; transformer_ideogram4 on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 6 µs (0%) [model-specs/evidence/transformer_ideogram4.yaml]",
+            reason: "transformer_ideogram4 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ideogram4.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -120,7 +120,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_ideogram4 on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 6 µs (0%) [model-specs/evidence/transformer_ideogram4.yaml]",
+                    reason: "transformer_ideogram4 on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ideogram4.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -128,7 +128,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_ideogram4 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 6 µs (0%) [model-specs/evidence/transformer_ideogram4.yaml]",
+                    reason: "transformer_ideogram4 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ideogram4.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -136,7 +136,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_ideogram4 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 6 µs (0%) [model-specs/evidence/transformer_ideogram4.yaml]",
+                    reason: "transformer_ideogram4 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ideogram4.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -148,7 +148,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "transformer_ideogram4 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 6 µs (0%) [model-specs/evidence/transformer_ideogram4.yaml]; transformer_ideogram4 on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 6 µs (0%) [model-specs/evidence/transformer_ideogram4.yaml]",
+                    reason: "transformer_ideogram4 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_ideogram4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -181,7 +181,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_ideogram4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 3 of 128 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/transformer_ideogram4.yaml]",
+            reason: "transformer_ideogram4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 3 of 128 elements outside … of the output's spread (… abs) [model-specs/evidence/transformer_ideogram4.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -203,7 +203,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_ideogram4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 3 of 128 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/transformer_ideogram4.yaml]",
+                    reason: "transformer_ideogram4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 3 of 128 elements outside … of the output's spread (… abs) [model-specs/evidence/transformer_ideogram4.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -212,7 +212,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_ideogram4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 3 of 128 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/transformer_ideogram4.yaml]",
+                    reason: "transformer_ideogram4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 3 of 128 elements outside … of the output's spread (… abs) [model-specs/evidence/transformer_ideogram4.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

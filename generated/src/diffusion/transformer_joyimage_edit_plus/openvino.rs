@@ -13,8 +13,8 @@ mod onnx {
         "known issue: transformer_joyimage_edit_plus on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [1, 2, 16, 1, 2, 2], expected [2, 2, 16, 1, 2, 2] (batch=2, sample_1=2, sample_2=16, sample_3=1, sample_4=2, sample_5=2) [model-specs/evidence/transformer_joyimage_edit_plus.yaml]"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
-        gate_openvino
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: transformer_joyimage_edit_plus on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [1, 2, 16, 1, 2, 2], expected [2, 2, 16, 1, 2, 2] (batch=2, sample_1=2, sample_2=16, sample_3=1, sample_4=2, sample_5=2) [model-specs/evidence/transformer_joyimage_edit_plus.yaml]"
     );
 }
 /// transformer_joyimage_edit_plus on openvino with OpenVINO runtime, device CPU: run.
@@ -30,11 +30,11 @@ mod ov {
         "known issue: transformer_joyimage_edit_plus on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 2, 16, 1, 2, 2], expected [2, 2, 16, 1, 2, 2] (batch=2, sample_1=2, sample_2=16, sample_3=1, sample_4=2, sample_5=2) [model-specs/evidence/transformer_joyimage_edit_plus.yaml]"
     );
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: transformer_joyimage_edit_plus on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 2, 16, 1, 2, 2], expected [2, 2, 16, 1, 2, 2] (batch=2, sample_1=2, sample_2=16, sample_3=1, sample_4=2, sample_5=2) [model-specs/evidence/transformer_joyimage_edit_plus.yaml]"
     );
     runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
-        gate_openvino
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: transformer_joyimage_edit_plus on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 2, 16, 1, 2, 2], expected [2, 2, 16, 1, 2, 2] (batch=2, sample_1=2, sample_2=16, sample_3=1, sample_4=2, sample_5=2) [model-specs/evidence/transformer_joyimage_edit_plus.yaml]"
     );
 }

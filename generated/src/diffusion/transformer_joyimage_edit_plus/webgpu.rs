@@ -13,15 +13,16 @@ mod browser {
         "known issue: transformer_joyimage_edit_plus on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_joyimage_edit_plus.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, gate =
-        gate_webgpu
+        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+        "known issue: transformer_joyimage_edit_plus on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_joyimage_edit_plus.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, gate = gate_webgpu
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: transformer_joyimage_edit_plus on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_joyimage_edit_plus.yaml]"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, gate =
-        gate_webgpu
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: transformer_joyimage_edit_plus on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_joyimage_edit_plus.yaml]"
     );
 }
 /// transformer_joyimage_edit_plus on webgpu with onnxruntime, WebGpuExecutionProvider: run.
@@ -37,15 +38,16 @@ mod native {
         "known issue: transformer_joyimage_edit_plus on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/transformer_joyimage_edit_plus.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, gate =
-        gate_webgpu
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: transformer_joyimage_edit_plus on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/transformer_joyimage_edit_plus.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, gate = gate_webgpu
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+        "known issue: transformer_joyimage_edit_plus on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/transformer_joyimage_edit_plus.yaml]"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, gate =
-        gate_webgpu
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
+        "known issue: transformer_joyimage_edit_plus on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/transformer_joyimage_edit_plus.yaml]"
     );
 }
 /// transformer_joyimage_edit_plus on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested here: transformer_joyimage_edit_plus on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_joyimage_edit_plus.yaml]).
@@ -65,15 +67,15 @@ mod firefox {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
-        "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_joyimage_edit_plus.yaml]"
+        "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_joyimage_edit_plus.yaml] (the store also holds matches_reference)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
-        "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_joyimage_edit_plus.yaml]"
+        "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_joyimage_edit_plus.yaml] (the store also holds matches_reference)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
-        "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_joyimage_edit_plus.yaml]"
+        "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_joyimage_edit_plus.yaml] (the store also holds matches_reference)"
     );
 }
 /// transformer_joyimage_edit_plus's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_kandinsky on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 41 µs (0%) [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 37 µs (0%) [model-specs/evidence/transformer_kandinsky.yaml]",
+            reason: "transformer_kandinsky on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_kandinsky on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 37 µs (0%) [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -116,7 +116,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_kandinsky on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 41 µs (0%) [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -124,7 +124,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_kandinsky on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 112 µs (1%) [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -136,7 +136,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "transformer_kandinsky on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 41 µs (0%) [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 37 µs (0%) [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -169,7 +169,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_kandinsky on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_kandinsky.yaml]",
+            reason: "transformer_kandinsky on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -207,7 +207,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_kandinsky on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -216,7 +216,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_kandinsky on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×1 on CPUExecutionProvider… [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -236,7 +236,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "transformer_kandinsky on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14… [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14… [model-specs/evidence/transformer_kandinsky.yaml]",
+            reason: "transformer_kandinsky on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -246,7 +246,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_kandinsky on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14… [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -254,7 +254,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_kandinsky on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14… [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -262,7 +262,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_kandinsky on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14… [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -274,7 +274,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_kandinsky on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14… [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14… [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -283,7 +283,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_kandinsky on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14… [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 14… [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×12 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -297,7 +297,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "transformer_kandinsky on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_kandinsky.yaml]",
+            reason: "transformer_kandinsky on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -335,7 +335,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_kandinsky on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -344,7 +344,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "transformer_kandinsky on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -353,7 +353,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "transformer_kandinsky on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -367,7 +367,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "transformer_kandinsky on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 53 nodes (12%), 300 µs (1%) [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 53 nodes (12%), 417 µs (2%) [model-specs/evidence/transformer_kandinsky.yaml]",
+            reason: "transformer_kandinsky on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -377,7 +377,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_kandinsky on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 53 nodes (12%), 417 µs (2%) [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -385,7 +385,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_kandinsky on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 53 nodes (12%), 300 µs (1%) [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -393,7 +393,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_kandinsky on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 53 nodes (12%), 586 µs (0%) [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -405,7 +405,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_kandinsky on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 53 nodes (12%), 300 µs (1%) [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 53 nodes (12%), 417 µs (2%) [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -414,7 +414,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "transformer_kandinsky on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 53 nodes (12%), 300 µs (1%) [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 53 nodes (12%), 417 µs (2%) [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -423,7 +423,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "transformer_kandinsky on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 53 nodes (12%), 300 µs (1%) [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 53 nodes (12%), 417 µs (2%) [model-specs/evidence/transformer_kandinsky.yaml]",
+                    reason: "transformer_kandinsky on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -437,7 +437,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::NotTested {
-            reason: "not tested here: transformer_kandinsky on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_kandinsky.yaml]",
+            reason: "not tested here: transformer_kandinsky on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds runs)",
             stage: Stage::Run,
         },
     )
@@ -471,25 +471,28 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &[
             PrecisionCheck::new(
                 Precision::Fp16,
-                Planned::NotTested {
-                    reason: "not tested here: transformer_kandinsky on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_kandinsky.yaml]",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "transformer_kandinsky on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
             ),
             PrecisionCheck::new(
                 Precision::Q4,
-                Planned::NotTested {
-                    reason: "not tested here: transformer_kandinsky on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_kandinsky.yaml]",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "transformer_kandinsky on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::NotTested {
-                    reason: "not tested here: transformer_kandinsky on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_kandinsky.yaml]; transformer_kandinsky on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_kandinsky.yaml]",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "transformer_kandinsky on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),

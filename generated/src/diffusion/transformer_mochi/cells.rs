@@ -13,7 +13,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_mochi on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … (max abs error … [model-specs/evidence/transformer_mochi.yaml]",
+                    reason: "transformer_mochi on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -22,12 +22,33 @@ pub static CPU_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(
-                Precision::Int8Avx2,
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "transformer_mochi on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Int8Avx2,
+                Planned::KnownIssue {
+                    reason: "transformer_mochi on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "transformer_mochi on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_mochi on cpu: run (libtorch, device cpu).
@@ -42,7 +63,7 @@ pub static CPU_TORCH: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_mochi on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … (max abs error … [model-specs/evidence/transformer_mochi.yaml]",
+                    reason: "transformer_mochi on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -109,7 +130,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_mochi on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_mochi/model.onnx: Exception during initialization… [model-specs/evidence/transformer_mochi.yaml]; transformer_mochi on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_mochi/model.onnx: Exception during initialization… [model-specs/evidence/transformer_mochi.yaml]",
+            reason: "transformer_mochi on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_mochi/model.onnx: Exception during initialization… [model-specs/evidence/transformer_mochi.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -147,7 +168,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "transformer_mochi on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_mochi/model.onnx: Exception during initialization… [model-specs/evidence/transformer_mochi.yaml]; transformer_mochi on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_mochi/model.onnx: Exception during initialization… [model-specs/evidence/transformer_mochi.yaml]",
+                    reason: "transformer_mochi on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/transformer_mochi/model.onnx: Exception during initialization… [model-specs/evidence/transformer_mochi.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -167,7 +188,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_mochi on openvino with openvino: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … (max abs error … [model-specs/evidence/transformer_mochi.yaml]",
+                    reason: "transformer_mochi on openvino with openvino: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -176,12 +197,22 @@ pub static OPENVINO_OV: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt8,
+                Planned::KnownIssue {
+                    reason: "transformer_mochi on openvino with openvino: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt4,
+                Planned::KnownIssue {
+                    reason: "transformer_mochi on openvino with openvino: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
         ],
@@ -192,7 +223,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_mochi on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_mochi/model.onnx: Failed to setup QNN input tensors for graph… [model-specs/evidence/transformer_mochi.yaml]; transformer_mochi on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_mochi/model.onnx: Failed to setup QNN input tensors for graph… [model-specs/evidence/transformer_mochi.yaml]",
+            reason: "transformer_mochi on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_mochi/model.onnx: Failed to setup QNN input tensors for graph… [model-specs/evidence/transformer_mochi.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -230,7 +261,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_mochi on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_mochi/model.onnx: Failed to setup QNN input tensors for graph… [model-specs/evidence/transformer_mochi.yaml]; transformer_mochi on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_mochi/model.onnx: Failed to setup QNN input tensors for graph… [model-specs/evidence/transformer_mochi.yaml]",
+                    reason: "transformer_mochi on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/transformer_mochi/model.onnx: Failed to setup QNN input tensors for graph… [model-specs/evidence/transformer_mochi.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -239,7 +270,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_mochi on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_mochi/model.onnx: Failed to setup QNN input tensors for graph… [model-specs/evidence/transformer_mochi.yaml]; transformer_mochi on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_mochi/model.onnx: Failed to setup QNN input tensors for graph… [model-specs/evidence/transformer_mochi.yaml]",
+                    reason: "transformer_mochi on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/transformer_mochi/model.onnx: Failed to setup QNN input tensors for graph… [model-specs/evidence/transformer_mochi.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -259,7 +290,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "transformer_mochi on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×24 on CPUExecutionProvider, Concat ×10 on CPUExecutionProvider, Div ×11 on CPUExecutionProvider, Gather ×6… [model-specs/evidence/transformer_mochi.yaml]; transformer_mochi on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×24 on CPUExecutionProvider, Concat ×10 on CPUExecutionProvider, Div ×11 on CPUExecutionProvider, Gather ×6… [model-specs/evidence/transformer_mochi.yaml]",
+            reason: "transformer_mochi on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×24 on CPUExecutionProvider, Concat ×10 on CPUExecutionProvider, Div ×11 on CPUExecutionProvider, Gather ×6… [model-specs/evidence/transformer_mochi.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -297,7 +328,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_mochi on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×24 on CPUExecutionProvider, Concat ×10 on CPUExecutionProvider, Div ×11 on CPUExecutionProvider, Gather ×6… [model-specs/evidence/transformer_mochi.yaml]; transformer_mochi on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×24 on CPUExecutionProvider, Concat ×10 on CPUExecutionProvider, Div ×11 on CPUExecutionProvider, Gather ×6… [model-specs/evidence/transformer_mochi.yaml]",
+                    reason: "transformer_mochi on webnn with browser: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×9 on CPUExecutionProvider, Concat ×8 on CPUExecutionProvider, Div ×3 on CPUExecutionProvider, Gather ×6 on… [model-specs/evidence/transformer_mochi.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -306,7 +337,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_mochi on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×24 on CPUExecutionProvider, Concat ×10 on CPUExecutionProvider, Div ×11 on CPUExecutionProvider, Gather ×6… [model-specs/evidence/transformer_mochi.yaml]; transformer_mochi on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×24 on CPUExecutionProvider, Concat ×10 on CPUExecutionProvider, Div ×11 on CPUExecutionProvider, Gather ×6… [model-specs/evidence/transformer_mochi.yaml]",
+                    reason: "transformer_mochi on webnn with browser: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×9 on CPUExecutionProvider, Concat ×8 on CPUExecutionProvider, Div ×3 on CPUExecutionProvider, Gather ×6 on… [model-specs/evidence/transformer_mochi.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -326,7 +357,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_mochi on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … (max abs error … [model-specs/evidence/transformer_mochi.yaml]",
+                    reason: "transformer_mochi on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -335,9 +366,33 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "transformer_mochi on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "transformer_mochi on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "transformer_mochi on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_mochi on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -352,7 +407,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … (max abs error … [model-specs/evidence/transformer_mochi.yaml]",
+                    reason: "transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -361,9 +416,33 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_mochi on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
@@ -378,7 +457,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "transformer_mochi on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … (max abs error … [model-specs/evidence/transformer_mochi.yaml]",
+                    reason: "transformer_mochi on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -387,9 +466,33 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "transformer_mochi on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "transformer_mochi on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "transformer_mochi on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_mochi on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

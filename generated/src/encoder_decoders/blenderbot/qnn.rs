@@ -13,10 +13,12 @@ mod onnx {
         "known issue: blenderbot on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: relative L2 error …, above … (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1… [model-specs/evidence/blenderbot.yaml]"
     );
     runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, gate = gate_qnn
+        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+        "known issue: blenderbot on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: relative L2 error …, above … (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1… [model-specs/evidence/blenderbot.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: blenderbot on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: relative L2 error …, above … (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1… [model-specs/evidence/blenderbot.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =

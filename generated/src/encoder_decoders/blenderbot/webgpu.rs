@@ -25,7 +25,7 @@ mod native {
     runtime::cell_tests!(super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: blenderbot on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 4 [model-specs/evidence/blenderbot.yaml]"
+        "known issue: blenderbot on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/blenderbot.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, gate = gate_webgpu

@@ -169,7 +169,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/blenderbot-small.yaml]",
+            reason: "blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … [model-specs/evidence/blenderbot-small.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -191,7 +191,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/blenderbot-small.yaml]",
+                    reason: "blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … [model-specs/evidence/blenderbot-small.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -200,7 +200,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/blenderbot-small.yaml]",
+                    reason: "blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … [model-specs/evidence/blenderbot-small.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -209,7 +209,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/blenderbot-small.yaml]",
+                    reason: "blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … [model-specs/evidence/blenderbot-small.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -18,29 +18,29 @@ mod browser {
     );
     runtime::generation_test!(super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu);
 }
-/// blenderbot-small on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/blenderbot-small.yaml]).
+/// blenderbot-small on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … [model-specs/evidence/blenderbot-small.yaml]).
 ///
 /// Select this cell with `cargo test -p generated encoder_decoders::blenderbot_small::webgpu::native::`.
 mod native {
     runtime::check_test!(runs, super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
     runtime::check_test!(
         matches_reference, super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/blenderbot-small.yaml]"
+        "known issue: blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … [model-specs/evidence/blenderbot-small.yaml]"
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/blenderbot-small.yaml]"
+        "known issue: blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … [model-specs/evidence/blenderbot-small.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/blenderbot-small.yaml]"
+        "known issue: blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … [model-specs/evidence/blenderbot-small.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/blenderbot-small.yaml]"
+        "known issue: blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … [model-specs/evidence/blenderbot-small.yaml]"
     );
     runtime::generation_test!(super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
 }

@@ -175,7 +175,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "fsmt on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 24 µs (0%) [model-specs/evidence/fsmt.yaml]",
+                    reason: "fsmt on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Trilu ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fsmt.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -184,7 +184,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "fsmt on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes… [model-specs/evidence/fsmt.yaml]",
+                    reason: "fsmt on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Trilu ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fsmt.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -89,7 +89,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "led on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_104 node [model-specs/evidence/led.yaml]; led on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_138 node [model-specs/evidence/led.yaml]",
+            reason: "led on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_104 node [model-specs/evidence/led.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -127,7 +127,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "led on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_104 node [model-specs/evidence/led.yaml]; led on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_138 node [model-specs/evidence/led.yaml]",
+                    reason: "led on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_4 node [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -169,7 +169,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "led on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/led.yaml]; led on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/led.yaml]",
+            reason: "led on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/led.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -207,7 +207,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "led on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/led.yaml]; led on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/led.yaml]",
+                    reason: "led on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -216,7 +216,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "led on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/led.yaml]; led on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/led.yaml]",
+                    reason: "led on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -244,7 +244,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "led on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/led.yaml]; led on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/led.yaml]",
+            reason: "led on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/led.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -282,7 +282,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "led on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/led.yaml]; led on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/led.yaml]",
+                    reason: "led on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -291,7 +291,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "led on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/led.yaml]; led on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/led.yaml]",
+                    reason: "led on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -313,7 +313,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "led on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]; led on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]",
+            reason: "led on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -323,7 +323,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "led on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -331,7 +331,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "led on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -339,7 +339,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "led on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -351,7 +351,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "led on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]; led on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -360,7 +360,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "led on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]; led on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -369,7 +369,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "led on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]; led on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -380,7 +380,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::KnownIssue {
-            reason: "led on webgpu with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1458 nodes (67%), 0 µs (0%) [model-specs/evidence/led.yaml]",
+            reason: "led on webgpu with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -391,7 +391,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "led on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 40376 µs (8%) [model-specs/evidence/led.yaml]; led on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 24031 µs (24%) [model-specs/evidence/led.yaml]",
+            reason: "led on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -401,7 +401,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "led on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 24031 µs (24%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -409,7 +409,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "led on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 40376 µs (8%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -417,7 +417,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "led on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 129268 µs (5%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -429,7 +429,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "led on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 40376 µs (8%) [model-specs/evidence/led.yaml]; led on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 24031 µs (24%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -438,7 +438,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "led on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 40376 µs (8%) [model-specs/evidence/led.yaml]; led on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 24031 µs (24%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -447,7 +447,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "led on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 40376 µs (8%) [model-specs/evidence/led.yaml]; led on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 24031 µs (24%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -458,7 +458,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::KnownIssue {
-            reason: "led on webgpu with onnxruntime: generates failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2022 nodes (56%), 119191 µs (8%) [model-specs/evidence/led.yaml]",
+            reason: "led on webgpu with onnxruntime: generates failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -469,7 +469,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "led on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]; led on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]",
+            reason: "led on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -479,7 +479,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "led on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -487,7 +487,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "led on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -495,7 +495,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "led on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -507,7 +507,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "led on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]; led on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -516,7 +516,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "led on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]; led on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -525,7 +525,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "led on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]; led on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1288 nodes (68%), 0 µs (0%) [model-specs/evidence/led.yaml]",
+                    reason: "led on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -149,7 +149,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "longt5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes… [model-specs/evidence/longt5.yaml]; longt5 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes… [model-specs/evidence/longt5.yaml]",
+            reason: "longt5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longt5.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -159,7 +159,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "longt5 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes… [model-specs/evidence/longt5.yaml]",
+                    reason: "longt5 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longt5.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -167,7 +167,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "longt5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes… [model-specs/evidence/longt5.yaml]",
+                    reason: "longt5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longt5.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -175,7 +175,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "longt5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes… [model-specs/evidence/longt5.yaml]",
+                    reason: "longt5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longt5.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -187,7 +187,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "longt5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes… [model-specs/evidence/longt5.yaml]; longt5 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes… [model-specs/evidence/longt5.yaml]",
+                    reason: "longt5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longt5.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -196,7 +196,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "longt5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes… [model-specs/evidence/longt5.yaml]; longt5 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6 nodes… [model-specs/evidence/longt5.yaml]",
+                    reason: "longt5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider, Pad ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longt5.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -224,7 +224,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "longt5 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%) [model-specs/evidence/longt5.yaml]; longt5 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%) [model-specs/evidence/longt5.yaml]",
+            reason: "longt5 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longt5.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -234,7 +234,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "longt5 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%) [model-specs/evidence/longt5.yaml]",
+                    reason: "longt5 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longt5.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -242,7 +242,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "longt5 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%) [model-specs/evidence/longt5.yaml]",
+                    reason: "longt5 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longt5.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -250,7 +250,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "longt5 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%) [model-specs/evidence/longt5.yaml]",
+                    reason: "longt5 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longt5.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -262,7 +262,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "longt5 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%) [model-specs/evidence/longt5.yaml]; longt5 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%) [model-specs/evidence/longt5.yaml]",
+                    reason: "longt5 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longt5.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -271,7 +271,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "longt5 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%) [model-specs/evidence/longt5.yaml]; longt5 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%) [model-specs/evidence/longt5.yaml]",
+                    reason: "longt5 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longt5.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -282,7 +282,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::KnownIssue {
-            reason: "longt5 on webnn with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (17%), 0 µs (0%) [model-specs/evidence/longt5.yaml]",
+            reason: "longt5 on webnn with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longt5.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -293,7 +293,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "longt5 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 128 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/longt5.yaml]",
+            reason: "longt5 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 128 of 128 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -307,7 +307,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "longt5 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … (max abs error … [model-specs/evidence/longt5.yaml]",
+                    reason: "longt5 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -319,7 +319,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "longt5 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 128 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/longt5.yaml]",
+                    reason: "longt5 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -328,7 +328,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "longt5 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 128 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/longt5.yaml]",
+                    reason: "longt5 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -337,7 +337,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "longt5 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 128 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/longt5.yaml]",
+                    reason: "longt5 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -365,7 +365,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "longt5 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … (max abs error … [model-specs/evidence/longt5.yaml]",
+                    reason: "longt5 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -374,9 +374,33 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "longt5 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "longt5 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "longt5 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     )
     .with_generation(
@@ -399,7 +423,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … (max abs error … [model-specs/evidence/longt5.yaml]",
+                    reason: "longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -408,9 +432,33 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);

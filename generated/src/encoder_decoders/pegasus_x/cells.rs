@@ -136,7 +136,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "pegasus_x on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 763 µs (0%) [model-specs/evidence/pegasus_x.yaml]; pegasus_x on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 759 µs (0%) [model-specs/evidence/pegasus_x.yaml]",
+            reason: "pegasus_x on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pegasus_x.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -146,7 +146,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "pegasus_x on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 759 µs (0%) [model-specs/evidence/pegasus_x.yaml]",
+                    reason: "pegasus_x on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pegasus_x.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -154,7 +154,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "pegasus_x on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 763 µs (0%) [model-specs/evidence/pegasus_x.yaml]",
+                    reason: "pegasus_x on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pegasus_x.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -162,7 +162,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "pegasus_x on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 1360 µs (0%) [model-specs/evidence/pegasus_x.yaml]",
+                    reason: "pegasus_x on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pegasus_x.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -174,7 +174,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "pegasus_x on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 763 µs (0%) [model-specs/evidence/pegasus_x.yaml]; pegasus_x on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 759 µs (0%) [model-specs/evidence/pegasus_x.yaml]",
+                    reason: "pegasus_x on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pegasus_x.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -183,7 +183,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "pegasus_x on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 763 µs (0%) [model-specs/evidence/pegasus_x.yaml]; pegasus_x on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 759 µs (0%) [model-specs/evidence/pegasus_x.yaml]",
+                    reason: "pegasus_x on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pegasus_x.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -194,7 +194,7 @@ pub static QNN_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::KnownIssue {
-            reason: "pegasus_x on qnn with onnxruntime: generates failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (24%), 1340 µs (0%) [model-specs/evidence/pegasus_x.yaml]",
+            reason: "pegasus_x on qnn with onnxruntime: generates failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pegasus_x.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },

@@ -168,7 +168,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "prophetnet on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Trilu ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 18 µs (0%) [model-specs/evidence/prophetnet.yaml]",
+                    reason: "prophetnet on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Trilu ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/prophetnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

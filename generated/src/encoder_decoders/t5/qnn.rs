@@ -10,13 +10,15 @@ mod onnx {
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
-        "known issue: t5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 163 of 14336 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/t5.yaml]"
+        "known issue: t5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 163 of 14336 elements outside … of the output's spread (… abs) [model-specs/evidence/t5.yaml]"
     );
     runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, gate = gate_qnn
+        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+        "known issue: t5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 163 of 14336 elements outside … of the output's spread (… abs) [model-specs/evidence/t5.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: t5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 163 of 14336 elements outside … of the output's spread (… abs) [model-specs/evidence/t5.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =

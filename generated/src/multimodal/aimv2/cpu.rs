@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: aimv2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row (of 2 [model-specs/evidence/aimv2.yaml]"
+        "known issue: aimv2 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/aimv2.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, gate =
@@ -15,7 +15,7 @@ mod onnx {
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: aimv2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row (of 2 [model-specs/evidence/aimv2.yaml]"
+        "known issue: aimv2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/aimv2.yaml]"
     );
 }
 /// aimv2 on cpu with libtorch, device cpu: run.

@@ -21,6 +21,6 @@ mod ov {
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: aimv2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row (of 2 [model-specs/evidence/aimv2.yaml]"
+        "known issue: aimv2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/aimv2.yaml]"
     );
 }

@@ -13,7 +13,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "align on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row (of 2 [model-specs/evidence/align.yaml]",
+                    reason: "align on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/align.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -22,7 +22,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8Avx2,
                 Planned::KnownIssue {
-                    reason: "align on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row (of 2 [model-specs/evidence/align.yaml]",
+                    reason: "align on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/align.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "align on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/align/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/align.yaml]; align on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/align/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/align.yaml]",
+            reason: "align on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/align/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/align.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -136,7 +136,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "align on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/align/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/align.yaml]; align on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/align/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/align.yaml]",
+                    reason: "align on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/align/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/align.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -150,7 +150,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_OV,
         Planned::KnownIssue {
-            reason: "align on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/align/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/align.yaml]; align on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/align/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/align.yaml]",
+            reason: "align on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/align/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/align.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -188,7 +188,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "align on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/align/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/align.yaml]; align on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/align/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/align.yaml]",
+                    reason: "align on openvino with openvino: dynamic_shapes failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/align/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/align.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -197,7 +197,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "align on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/align/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/align.yaml]; align on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/align/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/align.yaml]",
+                    reason: "align on openvino with openvino: dynamic_shapes failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/align/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/align.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

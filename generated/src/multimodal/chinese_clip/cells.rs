@@ -133,7 +133,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "chinese_clip on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_text: cosine similarity … in its worst row (of 2 [model-specs/evidence/chinese_clip.yaml]",
+                    reason: "chinese_clip on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_text: cosine similarity … in its worst row [model-specs/evidence/chinese_clip.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

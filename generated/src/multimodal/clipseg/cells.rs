@@ -18,7 +18,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "clipseg on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row (of 2 [model-specs/evidence/clipseg.yaml]",
+                    reason: "clipseg on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/clipseg.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -212,7 +212,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "clipseg on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row (of 2 [model-specs/evidence/clipseg.yaml]",
+                    reason: "clipseg on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/clipseg.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -249,7 +249,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "clipseg on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row (of 2 [model-specs/evidence/clipseg.yaml]",
+                    reason: "clipseg on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/clipseg.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -14,7 +14,7 @@ mod onnx {
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: clipseg on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row (of 2 [model-specs/evidence/clipseg.yaml]"
+        "known issue: clipseg on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/clipseg.yaml]"
     );
 }
 /// clipseg on cpu with libtorch, device cpu: run.

@@ -18,7 +18,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "clvp on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output text_embeds: cosine similarity … in its worst row (of 1 [model-specs/evidence/clvp.yaml]",
+                    reason: "clvp on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output text_embeds: cosine similarity … in its worst row [model-specs/evidence/clvp.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -136,7 +136,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "clvp on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output speech_embeds: cosine similarity … in its worst row (of 1 [model-specs/evidence/clvp.yaml]",
+                    reason: "clvp on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output speech_embeds: cosine similarity … in its worst row [model-specs/evidence/clvp.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -169,7 +169,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "clvp on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/clvp.yaml]; clvp on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/clvp.yaml]",
+            reason: "clvp on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/clvp.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -207,7 +207,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "clvp on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/clvp.yaml]; clvp on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/clvp.yaml]",
+                    reason: "clvp on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/clvp.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -216,7 +216,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "clvp on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/clvp.yaml]; clvp on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/clvp.yaml]",
+                    reason: "clvp on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/clvp.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -244,7 +244,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "clvp on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output text_embeds: cosine similarity … in its worst row (of 1 [model-specs/evidence/clvp.yaml]",
+                    reason: "clvp on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output text_embeds: cosine similarity … in its worst row [model-specs/evidence/clvp.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -273,7 +273,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "clvp on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output text_embeds: cosine similarity … in its worst row (of 1 [model-specs/evidence/clvp.yaml]",
+                    reason: "clvp on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output text_embeds: cosine similarity … in its worst row [model-specs/evidence/clvp.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -282,7 +282,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "clvp on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output text_embeds: cosine similarity … in its worst row (of 1 [model-specs/evidence/clvp.yaml]",
+                    reason: "clvp on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output text_embeds: cosine similarity … in its worst row [model-specs/evidence/clvp.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -14,7 +14,7 @@ mod onnx {
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: clvp on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output text_embeds: cosine similarity … in its worst row (of 1 [model-specs/evidence/clvp.yaml]"
+        "known issue: clvp on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output text_embeds: cosine similarity … in its worst row [model-specs/evidence/clvp.yaml]"
     );
 }
 /// clvp on cpu with libtorch, device cpu: run.

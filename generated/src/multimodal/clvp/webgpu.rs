@@ -11,7 +11,7 @@ mod browser {
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
-        "known issue: clvp on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output text_embeds: cosine similarity … in its worst row (of 1 [model-specs/evidence/clvp.yaml]"
+        "known issue: clvp on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output text_embeds: cosine similarity … in its worst row [model-specs/evidence/clvp.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
@@ -29,11 +29,11 @@ mod native {
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: clvp on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output text_embeds: cosine similarity … in its worst row (of 1 [model-specs/evidence/clvp.yaml]"
+        "known issue: clvp on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output text_embeds: cosine similarity … in its worst row [model-specs/evidence/clvp.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: clvp on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output text_embeds: cosine similarity … in its worst row (of 1 [model-specs/evidence/clvp.yaml]"
+        "known issue: clvp on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output text_embeds: cosine similarity … in its worst row [model-specs/evidence/clvp.yaml]"
     );
 }
 /// clvp on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -18,7 +18,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "embedding_gemma2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/embedding_gemma2.yaml]",
+                    reason: "embedding_gemma2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/embedding_gemma2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -126,7 +126,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "embedding_gemma2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/embedding_gemma2.yaml]",
+                    reason: "embedding_gemma2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/embedding_gemma2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -166,7 +166,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "embedding_gemma2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/embedding_gemma2.yaml]",
+                    reason: "embedding_gemma2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/embedding_gemma2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -194,7 +194,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "embedding_gemma2 on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/embedding_gemma2.yaml]",
+                    reason: "embedding_gemma2 on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/embedding_gemma2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -223,7 +223,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "embedding_gemma2 on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/embedding_gemma2.yaml]",
+                    reason: "embedding_gemma2 on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/embedding_gemma2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -232,7 +232,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "embedding_gemma2 on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/embedding_gemma2.yaml]",
+                    reason: "embedding_gemma2 on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/embedding_gemma2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

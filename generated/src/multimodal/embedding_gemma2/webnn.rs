@@ -11,6 +11,6 @@ mod browser {
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: embedding_gemma2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/embedding_gemma2.yaml]"
+        "known issue: embedding_gemma2 on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/embedding_gemma2.yaml]"
     );
 }

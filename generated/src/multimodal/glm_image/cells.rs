@@ -105,7 +105,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "glm_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): component vision: output last_hidden_state: 2 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/glm_image.yaml]",
+            reason: "glm_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): component vision: output last_hidden_state: 2 of 128 elements outside abs … + rel … [model-specs/evidence/glm_image.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -127,7 +127,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "glm_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): component vision: output last_hidden_state: 2 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/glm_image.yaml]",
+                    reason: "glm_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): component vision: output last_hidden_state: 2 of 128 elements outside abs … + rel … [model-specs/evidence/glm_image.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -141,7 +141,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_OV,
         Planned::KnownIssue {
-            reason: "glm_image on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): component vision: output last_hidden_state: 2 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/glm_image.yaml]",
+            reason: "glm_image on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): component vision: output last_hidden_state: 2 of 128 elements outside abs … + rel … [model-specs/evidence/glm_image.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -163,7 +163,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "glm_image on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): component vision: output last_hidden_state: 2 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/glm_image.yaml]",
+                    reason: "glm_image on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): component vision: output last_hidden_state: 2 of 128 elements outside abs … + rel … [model-specs/evidence/glm_image.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -172,7 +172,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "glm_image on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): component vision: output last_hidden_state: 2 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/glm_image.yaml]",
+                    reason: "glm_image on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): component vision: output last_hidden_state: 2 of 128 elements outside abs … + rel … [model-specs/evidence/glm_image.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -186,7 +186,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "glm_image on qnn with onnxruntime: matches_reference failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_13723859886342394501_4 node [model-specs/evidence/glm_image.yaml]; glm_image on qnn with onnxruntime: runs failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_13723859886342394501_4 node [model-specs/evidence/glm_image.yaml]",
+            reason: "glm_image on qnn with onnxruntime: matches_reference failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_13723859886342394501_4 node [model-specs/evidence/glm_image.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -224,7 +224,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "glm_image on qnn with onnxruntime: matches_reference failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_13723859886342394501_4 node [model-specs/evidence/glm_image.yaml]; glm_image on qnn with onnxruntime: runs failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_13723859886342394501_4 node [model-specs/evidence/glm_image.yaml]",
+                    reason: "glm_image on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_13723859886342394501_4 node [model-specs/evidence/glm_image.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -233,7 +233,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "glm_image on qnn with onnxruntime: matches_reference failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_13723859886342394501_4 node [model-specs/evidence/glm_image.yaml]; glm_image on qnn with onnxruntime: runs failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_13723859886342394501_4 node [model-specs/evidence/glm_image.yaml]",
+                    reason: "glm_image on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_13723859886342394501_4 node [model-specs/evidence/glm_image.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -253,7 +253,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "glm_image on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/glm_image.yaml]; glm_image on webnn with browser: runs failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/glm_image.yaml]",
+            reason: "glm_image on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/glm_image.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -263,7 +263,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "glm_image on webnn with browser: runs failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/glm_image.yaml]",
+                    reason: "glm_image on webnn with browser: runs failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/glm_image.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -271,7 +271,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "glm_image on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/glm_image.yaml]",
+                    reason: "glm_image on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/glm_image.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -279,7 +279,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "glm_image on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/glm_image.yaml]",
+                    reason: "glm_image on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/glm_image.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -291,7 +291,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "glm_image on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/glm_image.yaml]; glm_image on webnn with browser: runs failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/glm_image.yaml]",
+                    reason: "glm_image on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/glm_image.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -300,7 +300,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "glm_image on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/glm_image.yaml]; glm_image on webnn with browser: runs failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/glm_image.yaml]",
+                    reason: "glm_image on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Concat ×4 on CPUExecutionProvider, Slice ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/glm_image.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -10,11 +10,11 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: grounding-dino on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 2 [model-specs/evidence/grounding-dino.yaml]"
+        "known issue: grounding-dino on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/grounding-dino.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: grounding-dino on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 2 [model-specs/evidence/grounding-dino.yaml]"
+        "known issue: grounding-dino on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/grounding-dino.yaml]"
     );
 }
 /// grounding-dino on cpu with libtorch, device cpu: run.

@@ -11,7 +11,7 @@ mod browser {
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
-        "known issue: mm-grounding-dino on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 2 [model-specs/evidence/mm-grounding-dino.yaml]"
+        "known issue: mm-grounding-dino on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/mm-grounding-dino.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
@@ -29,7 +29,7 @@ mod native {
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: mm-grounding-dino on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 2 [model-specs/evidence/mm-grounding-dino.yaml]"
+        "known issue: mm-grounding-dino on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/mm-grounding-dino.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =

@@ -136,7 +136,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "owlvit on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_text: cosine similarity … in its worst row (of 2 [model-specs/evidence/owlvit.yaml]",
+                    reason: "owlvit on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_text: cosine similarity … in its worst row [model-specs/evidence/owlvit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "sam3_lite_text on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_lite_text/model.onnx: Exception during initialization… [model-specs/evidence/sam3_lite_text.yaml]; sam3_lite_text on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_lite_text/model.onnx: Exception during initialization… [model-specs/evidence/sam3_lite_text.yaml]",
+            reason: "sam3_lite_text on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_lite_text/model.onnx: Exception during initialization… [model-specs/evidence/sam3_lite_text.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -136,7 +136,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "sam3_lite_text on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_lite_text/model.onnx: Exception during initialization… [model-specs/evidence/sam3_lite_text.yaml]; sam3_lite_text on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_lite_text/model.onnx: Exception during initialization… [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_lite_text/model.onnx: Exception during initialization… [model-specs/evidence/sam3_lite_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -188,7 +188,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "sam3_lite_text on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_lite_text.yaml]; sam3_lite_text on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_lite_text.yaml]",
+            reason: "sam3_lite_text on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_lite_text.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -226,7 +226,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam3_lite_text on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_lite_text.yaml]; sam3_lite_text on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_lite_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -235,7 +235,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "sam3_lite_text on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_lite_text.yaml]; sam3_lite_text on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_lite_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -249,7 +249,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "sam3_lite_text on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]; sam3_lite_text on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]",
+            reason: "sam3_lite_text on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -259,7 +259,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -267,7 +267,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -275,7 +275,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -287,7 +287,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]; sam3_lite_text on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -296,7 +296,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]; sam3_lite_text on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -305,7 +305,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]; sam3_lite_text on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -319,7 +319,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "sam3_lite_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 222 nodes (26%), 1036 µs (0%) [model-specs/evidence/sam3_lite_text.yaml]; sam3_lite_text on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 222 nodes (26%), 981 µs (0%) [model-specs/evidence/sam3_lite_text.yaml]",
+            reason: "sam3_lite_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -329,7 +329,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 222 nodes (26%), 981 µs (0%) [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -337,7 +337,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 222 nodes (26%), 1036 µs (0%) [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -345,7 +345,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 222 nodes (26%), 1279 µs (0%) [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -357,7 +357,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 222 nodes (26%), 1036 µs (0%) [model-specs/evidence/sam3_lite_text.yaml]; sam3_lite_text on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 222 nodes (26%), 981 µs (0%) [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -366,7 +366,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 222 nodes (26%), 1036 µs (0%) [model-specs/evidence/sam3_lite_text.yaml]; sam3_lite_text on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 222 nodes (26%), 981 µs (0%) [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -375,7 +375,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 222 nodes (26%), 1036 µs (0%) [model-specs/evidence/sam3_lite_text.yaml]; sam3_lite_text on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 222 nodes (26%), 981 µs (0%) [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -389,7 +389,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "sam3_lite_text on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]; sam3_lite_text on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]",
+            reason: "sam3_lite_text on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -399,7 +399,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -407,7 +407,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -415,7 +415,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -427,7 +427,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]; sam3_lite_text on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -436,7 +436,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]; sam3_lite_text on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -445,7 +445,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "sam3_lite_text on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]; sam3_lite_text on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 229 nodes… [model-specs/evidence/sam3_lite_text.yaml]",
+                    reason: "sam3_lite_text on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider, Sign ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -45,7 +45,7 @@ pub static CPU_TORCH: Cell = Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_TORCH,
         Planned::KnownIssue {
-            reason: "t5gemma2_encoder on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/t5gemma2_encoder.yaml]; t5gemma2_encoder on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/t5gemma2_encoder.yaml]",
+            reason: "t5gemma2_encoder on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/t5gemma2_encoder.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Export),
         },
@@ -196,7 +196,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "t5gemma2_encoder on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider… [model-specs/evidence/t5gemma2_encoder.yaml]; t5gemma2_encoder on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider… [model-specs/evidence/t5gemma2_encoder.yaml]",
+            reason: "t5gemma2_encoder on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider… [model-specs/evidence/t5gemma2_encoder.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -234,7 +234,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "t5gemma2_encoder on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider… [model-specs/evidence/t5gemma2_encoder.yaml]; t5gemma2_encoder on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider… [model-specs/evidence/t5gemma2_encoder.yaml]",
+                    reason: "t5gemma2_encoder on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider… [model-specs/evidence/t5gemma2_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -243,7 +243,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "t5gemma2_encoder on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider… [model-specs/evidence/t5gemma2_encoder.yaml]; t5gemma2_encoder on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider… [model-specs/evidence/t5gemma2_encoder.yaml]",
+                    reason: "t5gemma2_encoder on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider, ScatterND ×2 on CPUExecutionProvider… [model-specs/evidence/t5gemma2_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

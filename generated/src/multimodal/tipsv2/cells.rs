@@ -128,7 +128,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "tipsv2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row (of 2 [model-specs/evidence/tipsv2.yaml]",
+                    reason: "tipsv2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/tipsv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

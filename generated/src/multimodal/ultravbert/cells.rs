@@ -22,12 +22,33 @@ pub static CPU_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(
-                Precision::Int8Avx2,
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "ultravbert on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/ultravbert.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Int8Avx2,
+                Planned::KnownIssue {
+                    reason: "ultravbert on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/ultravbert.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "ultravbert on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/ultravbert.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// ultravbert on cpu: run (libtorch, device cpu).
@@ -109,7 +130,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "ultravbert on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Or ×1… [model-specs/evidence/ultravbert.yaml]; ultravbert on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Or ×1… [model-specs/evidence/ultravbert.yaml]",
+            reason: "ultravbert on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Or ×1… [model-specs/evidence/ultravbert.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -147,7 +168,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "ultravbert on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Or ×1… [model-specs/evidence/ultravbert.yaml]; ultravbert on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Or ×1… [model-specs/evidence/ultravbert.yaml]",
+                    reason: "ultravbert on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on OpenVINOExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Or ×1… [model-specs/evidence/ultravbert.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -161,7 +182,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_OV,
         Planned::KnownIssue {
-            reason: "ultravbert on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/ultravbert/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/ultravbert.yaml]; ultravbert on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/ultravbert/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/ultravbert.yaml]",
+            reason: "ultravbert on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/ultravbert/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/ultravbert.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -199,7 +220,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "ultravbert on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/ultravbert/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/ultravbert.yaml]; ultravbert on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/ultravbert/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/ultravbert.yaml]",
+                    reason: "ultravbert on openvino with openvino: dynamic_shapes failed: the model with the standard tool (model-load): OpenVINO reading <fixtures>/ultravbert/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/ultravbert.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -208,7 +229,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "ultravbert on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/ultravbert/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/ultravbert.yaml]; ultravbert on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/ultravbert/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/ultravbert.yaml]",
+                    reason: "ultravbert on openvino with openvino: dynamic_shapes failed: the model with the standard tool (model-load): OpenVINO reading <fixtures>/ultravbert/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/ultravbert.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -222,7 +243,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "ultravbert on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/ultravbert/model.onnx: Dynamic shape is not supported yet, for input: val_218 [model-specs/evidence/ultravbert.yaml]; ultravbert on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/ultravbert/model.onnx: Dynamic shape is not supported yet, for input: val_218 [model-specs/evidence/ultravbert.yaml]",
+            reason: "ultravbert on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/ultravbert/model.onnx: Dynamic shape is not supported yet, for input: val_218 [model-specs/evidence/ultravbert.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -260,7 +281,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "ultravbert on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/ultravbert/model.onnx: Dynamic shape is not supported yet, for input: val_218 [model-specs/evidence/ultravbert.yaml]; ultravbert on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/ultravbert/model.onnx: Dynamic shape is not supported yet, for input: val_218 [model-specs/evidence/ultravbert.yaml]",
+                    reason: "ultravbert on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/ultravbert/model.onnx: Dynamic shape is not supported yet, for input: val_218 [model-specs/evidence/ultravbert.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -269,7 +290,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "ultravbert on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/ultravbert/model.onnx: Dynamic shape is not supported yet, for input: val_218 [model-specs/evidence/ultravbert.yaml]; ultravbert on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/ultravbert/model.onnx: Dynamic shape is not supported yet, for input: val_218 [model-specs/evidence/ultravbert.yaml]",
+                    reason: "ultravbert on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/ultravbert/model.onnx: Dynamic shape is not supported yet, for input: val_218 [model-specs/evidence/ultravbert.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -289,7 +310,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "ultravbert on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×20 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider… [model-specs/evidence/ultravbert.yaml]; ultravbert on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×20 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider… [model-specs/evidence/ultravbert.yaml]",
+            reason: "ultravbert on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×20 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider… [model-specs/evidence/ultravbert.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -327,7 +348,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "ultravbert on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×20 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider… [model-specs/evidence/ultravbert.yaml]; ultravbert on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×20 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider… [model-specs/evidence/ultravbert.yaml]",
+                    reason: "ultravbert on webnn with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webnn) running the model: failed to call OrtRun() [model-specs/evidence/ultravbert.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -336,7 +357,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "ultravbert on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×20 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider… [model-specs/evidence/ultravbert.yaml]; ultravbert on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×20 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2 on CPUExecutionProvider… [model-specs/evidence/ultravbert.yaml]",
+                    reason: "ultravbert on webnn with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webnn) running the model: failed to call OrtRun() [model-specs/evidence/ultravbert.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -365,9 +386,33 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "ultravbert on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/ultravbert.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "ultravbert on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/ultravbert.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "ultravbert on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/ultravbert.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// ultravbert on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -391,9 +436,33 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "ultravbert on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/ultravbert.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "ultravbert on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/ultravbert.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "ultravbert on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/ultravbert.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// ultravbert on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
@@ -417,9 +486,33 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "ultravbert on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/ultravbert.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "ultravbert on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/ultravbert.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "ultravbert on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/ultravbert.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// ultravbert on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

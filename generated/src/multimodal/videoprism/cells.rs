@@ -112,7 +112,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "videoprism on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (25%), 175 µs (0%) [model-specs/evidence/videoprism.yaml]",
+                    reason: "videoprism on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/videoprism.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -169,7 +169,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "videoprism on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/videoprism.yaml]; videoprism on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/videoprism.yaml]",
+            reason: "videoprism on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/videoprism.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -179,7 +179,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "videoprism on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/videoprism.yaml]",
+                    reason: "videoprism on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/videoprism.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -187,7 +187,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "videoprism on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/videoprism.yaml]",
+                    reason: "videoprism on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/videoprism.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -195,7 +195,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "videoprism on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/videoprism.yaml]",
+                    reason: "videoprism on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/videoprism.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -207,7 +207,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "videoprism on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/videoprism.yaml]; videoprism on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/videoprism.yaml]",
+                    reason: "videoprism on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/videoprism.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -216,7 +216,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "videoprism on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/videoprism.yaml]; videoprism on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/videoprism.yaml]",
+                    reason: "videoprism on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/videoprism.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -116,7 +116,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "cohere_asr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (46%), 3100 µs (8%) [model-specs/evidence/cohere_asr.yaml]",
+                    reason: "cohere_asr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere [model-specs/evidence/cohere_asr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

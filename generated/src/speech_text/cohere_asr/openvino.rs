@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: cohere_asr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 11 nodes (46%), 3100 µs (8%) [model-specs/evidence/cohere_asr.yaml]"
+        "known issue: cohere_asr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×11 on CPUExecutionProvider ran elsewhere [model-specs/evidence/cohere_asr.yaml]"
     );
 }
 /// cohere_asr on openvino with OpenVINO runtime, device CPU: run.

@@ -17,29 +17,29 @@ mod browser {
         gate_webgpu
     );
 }
-/// dia on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (dia on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 123 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/dia.yaml]).
+/// dia on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (dia on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 123 of 128 elements outside abs … + rel … [model-specs/evidence/dia.yaml]).
 ///
 /// Select this cell with `cargo test -p generated speech_text::dia::webgpu::native::`.
 mod native {
     runtime::check_test!(runs, super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
     runtime::check_test!(
         matches_reference, super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: dia on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 123 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/dia.yaml]"
+        "known issue: dia on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 123 of 128 elements outside abs … + rel … [model-specs/evidence/dia.yaml]"
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: dia on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 123 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/dia.yaml]"
+        "known issue: dia on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 123 of 128 elements outside abs … + rel … [model-specs/evidence/dia.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: dia on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 123 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/dia.yaml]"
+        "known issue: dia on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 123 of 128 elements outside abs … + rel … [model-specs/evidence/dia.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: dia on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 123 of 128 elements outside abs … + rel … (max abs error … [model-specs/evidence/dia.yaml]"
+        "known issue: dia on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 123 of 128 elements outside abs … + rel … [model-specs/evidence/dia.yaml]"
     );
 }
 /// dia on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -18,7 +18,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "fun_asr_nano on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 40 [model-specs/evidence/fun_asr_nano.yaml]",
+                    reason: "fun_asr_nano on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/fun_asr_nano.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -112,7 +112,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "fun_asr_nano on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/fun_asr_nano.yaml]",
+                    reason: "fun_asr_nano on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fun_asr_nano.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -164,7 +164,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "fun_asr_nano on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/fun_asr_nano.yaml]; fun_asr_nano on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/fun_asr_nano.yaml]",
+            reason: "fun_asr_nano on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/fun_asr_nano.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -202,7 +202,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "fun_asr_nano on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/fun_asr_nano.yaml]; fun_asr_nano on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/fun_asr_nano.yaml]",
+                    reason: "fun_asr_nano on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/fun_asr_nano.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -211,7 +211,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "fun_asr_nano on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/fun_asr_nano.yaml]; fun_asr_nano on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/fun_asr_nano.yaml]",
+                    reason: "fun_asr_nano on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/fun_asr_nano.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -225,7 +225,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "fun_asr_nano on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1265 of 1280 elements outside abs … + rel … (max abs error … [model-specs/evidence/fun_asr_nano.yaml]",
+            reason: "fun_asr_nano on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1265 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -247,7 +247,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "fun_asr_nano on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1265 of 1280 elements outside abs … + rel … (max abs error … [model-specs/evidence/fun_asr_nano.yaml]",
+                    reason: "fun_asr_nano on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1265 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -256,7 +256,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "fun_asr_nano on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1265 of 1280 elements outside abs … + rel … (max abs error … [model-specs/evidence/fun_asr_nano.yaml]",
+                    reason: "fun_asr_nano on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1265 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -265,7 +265,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "fun_asr_nano on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1265 of 1280 elements outside abs … + rel … (max abs error … [model-specs/evidence/fun_asr_nano.yaml]",
+                    reason: "fun_asr_nano on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1265 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -279,7 +279,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "fun_asr_nano on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … (max abs error … [model-specs/evidence/fun_asr_nano.yaml]",
+            reason: "fun_asr_nano on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -301,7 +301,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "fun_asr_nano on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … (max abs error … [model-specs/evidence/fun_asr_nano.yaml]",
+                    reason: "fun_asr_nano on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -310,7 +310,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "fun_asr_nano on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … (max abs error … [model-specs/evidence/fun_asr_nano.yaml]",
+                    reason: "fun_asr_nano on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -319,7 +319,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "fun_asr_nano on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … (max abs error … [model-specs/evidence/fun_asr_nano.yaml]",
+                    reason: "fun_asr_nano on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -333,7 +333,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "fun_asr_nano on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … (max abs error … [model-specs/evidence/fun_asr_nano.yaml]",
+            reason: "fun_asr_nano on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -355,7 +355,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "fun_asr_nano on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … (max abs error … [model-specs/evidence/fun_asr_nano.yaml]",
+                    reason: "fun_asr_nano on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -364,7 +364,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "fun_asr_nano on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … (max abs error … [model-specs/evidence/fun_asr_nano.yaml]",
+                    reason: "fun_asr_nano on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -373,7 +373,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "fun_asr_nano on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … (max abs error … [model-specs/evidence/fun_asr_nano.yaml]",
+                    reason: "fun_asr_nano on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

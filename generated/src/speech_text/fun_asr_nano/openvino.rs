@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: fun_asr_nano on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/fun_asr_nano.yaml]"
+        "known issue: fun_asr_nano on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fun_asr_nano.yaml]"
     );
 }
 /// fun_asr_nano on openvino with OpenVINO runtime, device CPU: run.

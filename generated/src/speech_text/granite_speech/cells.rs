@@ -85,7 +85,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "granite_speech on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/granite_speech.yaml]; granite_speech on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/granite_speech.yaml]",
+            reason: "granite_speech on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -95,7 +95,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "granite_speech on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/granite_speech.yaml]",
+                    reason: "granite_speech on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -103,7 +103,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "granite_speech on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/granite_speech.yaml]",
+                    reason: "granite_speech on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -111,7 +111,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "granite_speech on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/granite_speech.yaml]",
+                    reason: "granite_speech on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -123,7 +123,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "granite_speech on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/granite_speech.yaml]; granite_speech on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3… [model-specs/evidence/granite_speech.yaml]",
+                    reason: "granite_speech on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -175,7 +175,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "granite_speech on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/granite_speech.yaml]; granite_speech on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/granite_speech.yaml]",
+            reason: "granite_speech on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -185,7 +185,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "granite_speech on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/granite_speech.yaml]",
+                    reason: "granite_speech on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -193,7 +193,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "granite_speech on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/granite_speech.yaml]",
+                    reason: "granite_speech on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -201,7 +201,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "granite_speech on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/granite_speech.yaml]",
+                    reason: "granite_speech on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -213,7 +213,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "granite_speech on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/granite_speech.yaml]; granite_speech on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/granite_speech.yaml]",
+                    reason: "granite_speech on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -222,7 +222,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "granite_speech on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/granite_speech.yaml]; granite_speech on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/granite_speech.yaml]",
+                    reason: "granite_speech on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite_speech.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

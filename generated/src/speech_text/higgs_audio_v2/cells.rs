@@ -154,7 +154,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "higgs_audio_v2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, GatherND ×10 on CPUExecutionProvider, MatMul ×12 on CPUExecutionProvider, Mul ×4… [model-specs/evidence/higgs_audio_v2.yaml]; higgs_audio_v2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, GatherND ×10 on CPUExecutionProvider, MatMul ×12 on CPUExecutionProvider, Mul ×4… [model-specs/evidence/higgs_audio_v2.yaml]",
+            reason: "higgs_audio_v2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, GatherND ×10 on CPUExecutionProvider, MatMul ×12 on CPUExecutionProvider, Mul ×4… [model-specs/evidence/higgs_audio_v2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -192,7 +192,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "higgs_audio_v2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, GatherND ×10 on CPUExecutionProvider, MatMul ×12 on CPUExecutionProvider, Mul ×4… [model-specs/evidence/higgs_audio_v2.yaml]; higgs_audio_v2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, GatherND ×10 on CPUExecutionProvider, MatMul ×12 on CPUExecutionProvider, Mul ×4… [model-specs/evidence/higgs_audio_v2.yaml]",
+                    reason: "higgs_audio_v2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, GatherND ×10 on CPUExecutionProvider, MatMul ×12 on CPUExecutionProvider, Mul ×4… [model-specs/evidence/higgs_audio_v2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -201,7 +201,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "higgs_audio_v2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, GatherND ×10 on CPUExecutionProvider, MatMul ×12 on CPUExecutionProvider, Mul ×4… [model-specs/evidence/higgs_audio_v2.yaml]; higgs_audio_v2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, GatherND ×10 on CPUExecutionProvider, MatMul ×12 on CPUExecutionProvider, Mul ×4… [model-specs/evidence/higgs_audio_v2.yaml]",
+                    reason: "higgs_audio_v2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, GatherND ×10 on CPUExecutionProvider, MatMul ×12 on CPUExecutionProvider, Mul ×4… [model-specs/evidence/higgs_audio_v2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

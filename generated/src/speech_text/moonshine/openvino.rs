@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: moonshine on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (33%), 98 µs (0%) [model-specs/evidence/moonshine.yaml]"
+        "known issue: moonshine on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/moonshine.yaml]"
     );
 }
 /// moonshine on openvino with OpenVINO runtime, device CPU: run.

@@ -106,7 +106,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "parakeet_rnnt on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/parakeet_rnnt/model.onnx: Exception during initialization… [model-specs/evidence/parakeet_rnnt.yaml]; parakeet_rnnt on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/parakeet_rnnt/model.onnx: Exception during initialization… [model-specs/evidence/parakeet_rnnt.yaml]",
+            reason: "parakeet_rnnt on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/parakeet_rnnt/model.onnx: Exception during initialization… [model-specs/evidence/parakeet_rnnt.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -144,7 +144,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "parakeet_rnnt on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/parakeet_rnnt/model.onnx: Exception during initialization… [model-specs/evidence/parakeet_rnnt.yaml]; parakeet_rnnt on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/parakeet_rnnt/model.onnx: Exception during initialization… [model-specs/evidence/parakeet_rnnt.yaml]",
+                    reason: "parakeet_rnnt on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/parakeet_rnnt/model.onnx: Exception during initialization… [model-specs/evidence/parakeet_rnnt.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -158,7 +158,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_OV,
         Planned::KnownIssue {
-            reason: "parakeet_rnnt on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/parakeet_rnnt.yaml]; parakeet_rnnt on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/parakeet_rnnt.yaml]",
+            reason: "parakeet_rnnt on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/parakeet_rnnt.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -196,7 +196,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "parakeet_rnnt on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/parakeet_rnnt.yaml]; parakeet_rnnt on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/parakeet_rnnt.yaml]",
+                    reason: "parakeet_rnnt on openvino with openvino: dynamic_shapes failed: the engine or its provider (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/parakeet_rnnt.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -205,7 +205,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "parakeet_rnnt on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/parakeet_rnnt.yaml]; parakeet_rnnt on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/parakeet_rnnt.yaml]",
+                    reason: "parakeet_rnnt on openvino with openvino: dynamic_shapes failed: the engine or its provider (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/parakeet_rnnt.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -238,7 +238,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "parakeet_rnnt on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/parakeet_rnnt.yaml]; parakeet_rnnt on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/parakeet_rnnt.yaml]",
+            reason: "parakeet_rnnt on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/parakeet_rnnt.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -276,7 +276,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "parakeet_rnnt on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/parakeet_rnnt.yaml]; parakeet_rnnt on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/parakeet_rnnt.yaml]",
+                    reason: "parakeet_rnnt on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/parakeet_rnnt.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -285,7 +285,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "parakeet_rnnt on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/parakeet_rnnt.yaml]; parakeet_rnnt on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/parakeet_rnnt.yaml]",
+                    reason: "parakeet_rnnt on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/parakeet_rnnt.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -319,7 +319,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "parakeet_rnnt on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×11 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 123 nodes… [model-specs/evidence/parakeet_rnnt.yaml]",
+                    reason: "parakeet_rnnt on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×11 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/parakeet_rnnt.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -337,7 +337,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "parakeet_rnnt on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×11 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 123 nodes… [model-specs/evidence/parakeet_rnnt.yaml]",
+                    reason: "parakeet_rnnt on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×11 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/parakeet_rnnt.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -104,7 +104,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "qwen3_asr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/qwen3_asr.yaml]",
+                    reason: "qwen3_asr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/qwen3_asr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -156,7 +156,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "qwen3_asr on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul… [model-specs/evidence/qwen3_asr.yaml]; qwen3_asr on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul… [model-specs/evidence/qwen3_asr.yaml]",
+            reason: "qwen3_asr on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul… [model-specs/evidence/qwen3_asr.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -194,7 +194,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen3_asr on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul… [model-specs/evidence/qwen3_asr.yaml]; qwen3_asr on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul… [model-specs/evidence/qwen3_asr.yaml]",
+                    reason: "qwen3_asr on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul… [model-specs/evidence/qwen3_asr.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -203,7 +203,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen3_asr on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul… [model-specs/evidence/qwen3_asr.yaml]; qwen3_asr on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul… [model-specs/evidence/qwen3_asr.yaml]",
+                    reason: "qwen3_asr on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×4 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, FusedMatMul… [model-specs/evidence/qwen3_asr.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

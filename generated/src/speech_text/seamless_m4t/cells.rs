@@ -107,7 +107,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "seamless_m4t on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 214 µs (0%) [model-specs/evidence/seamless_m4t.yaml]",
+                    reason: "seamless_m4t on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere [model-specs/evidence/seamless_m4t.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

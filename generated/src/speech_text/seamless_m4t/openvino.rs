@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: seamless_m4t on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 214 µs (0%) [model-specs/evidence/seamless_m4t.yaml]"
+        "known issue: seamless_m4t on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere [model-specs/evidence/seamless_m4t.yaml]"
     );
 }
 /// seamless_m4t on openvino with OpenVINO runtime, device CPU: run.

@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "seamless_m4t_v2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output encoder_last_hidden_state: 48 of 96 elements outside abs … + rel … (max abs error … [model-specs/evidence/seamless_m4t_v2.yaml]",
+            reason: "seamless_m4t_v2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output encoder_last_hidden_state: 48 of 96 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -112,7 +112,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "seamless_m4t_v2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output encoder_last_hidden_state: 134 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/seamless_m4t_v2.yaml]",
+                    reason: "seamless_m4t_v2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output encoder_last_hidden_state: 134 of 256 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -124,7 +124,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "seamless_m4t_v2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output encoder_last_hidden_state: 48 of 96 elements outside abs … + rel … (max abs error … [model-specs/evidence/seamless_m4t_v2.yaml]",
+                    reason: "seamless_m4t_v2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output encoder_last_hidden_state: 134 of 256 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -195,7 +195,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "seamless_m4t_v2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … (max abs error … [model-specs/evidence/seamless_m4t_v2.yaml]",
+                    reason: "seamless_m4t_v2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -204,9 +204,33 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "seamless_m4t_v2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "seamless_m4t_v2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "seamless_m4t_v2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// seamless_m4t_v2 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -221,7 +245,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "seamless_m4t_v2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … (max abs error … [model-specs/evidence/seamless_m4t_v2.yaml]",
+                    reason: "seamless_m4t_v2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -230,9 +254,33 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "seamless_m4t_v2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "seamless_m4t_v2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "seamless_m4t_v2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// seamless_m4t_v2 on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
@@ -247,7 +295,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "seamless_m4t_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … (max abs error … [model-specs/evidence/seamless_m4t_v2.yaml]",
+                    reason: "seamless_m4t_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -256,9 +304,33 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "seamless_m4t_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "seamless_m4t_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "seamless_m4t_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// seamless_m4t_v2 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

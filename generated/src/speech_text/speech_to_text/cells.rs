@@ -85,7 +85,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "speech_to_text on openvino with onnxruntime: matches_reference failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32) [model-specs/evidence/speech_to_text.yaml]; speech_to_text on openvino with onnxruntime: runs failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32) [model-specs/evidence/speech_to_text.yaml]",
+            reason: "speech_to_text on openvino with onnxruntime: matches_reference failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32) [model-specs/evidence/speech_to_text.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -111,7 +111,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "speech_to_text on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 400 of 448 elements outside abs … + rel … (max abs error … [model-specs/evidence/speech_to_text.yaml]",
+                    reason: "speech_to_text on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 400 of 448 elements outside abs … + rel … [model-specs/evidence/speech_to_text.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -123,7 +123,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "speech_to_text on openvino with onnxruntime: matches_reference failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32) [model-specs/evidence/speech_to_text.yaml]; speech_to_text on openvino with onnxruntime: runs failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32) [model-specs/evidence/speech_to_text.yaml]",
+                    reason: "speech_to_text on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 400 of 448 elements outside abs … + rel … [model-specs/evidence/speech_to_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -137,7 +137,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_OV,
         Planned::KnownIssue {
-            reason: "speech_to_text on openvino with openvino: matches_reference failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32) [model-specs/evidence/speech_to_text.yaml]; speech_to_text on openvino with openvino: runs failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32) [model-specs/evidence/speech_to_text.yaml]",
+            reason: "speech_to_text on openvino with openvino: matches_reference failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32) [model-specs/evidence/speech_to_text.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -175,7 +175,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "speech_to_text on openvino with openvino: matches_reference failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32) [model-specs/evidence/speech_to_text.yaml]; speech_to_text on openvino with openvino: runs failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32) [model-specs/evidence/speech_to_text.yaml]",
+                    reason: "speech_to_text on openvino with openvino: dynamic_shapes failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 7, 32] (batch=2, decoder_sequence=7, hidden=32) [model-specs/evidence/speech_to_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -184,7 +184,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "speech_to_text on openvino with openvino: matches_reference failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32) [model-specs/evidence/speech_to_text.yaml]; speech_to_text on openvino with openvino: runs failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32) [model-specs/evidence/speech_to_text.yaml]",
+                    reason: "speech_to_text on openvino with openvino: dynamic_shapes failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 7, 32] (batch=2, decoder_sequence=7, hidden=32) [model-specs/evidence/speech_to_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

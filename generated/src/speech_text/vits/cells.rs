@@ -91,7 +91,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "vits on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×103 on CPUExecutionProvider, NonZero ×12 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/vits.yaml]",
+                    reason: "vits on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×103 on CPUExecutionProvider, NonZero ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -143,7 +143,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "vits on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×86 on CPUExecutionProvider, Concat ×4 on CPUExecutionProvider, Conv ×52 on CPUExecutionProvider… [model-specs/evidence/vits.yaml]; vits on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×86 on CPUExecutionProvider, Concat ×4 on CPUExecutionProvider, Conv ×52 on CPUExecutionProvider… [model-specs/evidence/vits.yaml]",
+            reason: "vits on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×86 on CPUExecutionProvider, Concat ×4 on CPUExecutionProvider, Conv ×52 on CPUExecutionProvider… [model-specs/evidence/vits.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -181,7 +181,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "vits on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×86 on CPUExecutionProvider, Concat ×4 on CPUExecutionProvider, Conv ×52 on CPUExecutionProvider… [model-specs/evidence/vits.yaml]; vits on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×86 on CPUExecutionProvider, Concat ×4 on CPUExecutionProvider, Conv ×52 on CPUExecutionProvider… [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×86 on CPUExecutionProvider, Concat ×4 on CPUExecutionProvider, Conv ×52 on CPUExecutionProvider… [model-specs/evidence/vits.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -190,7 +190,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "vits on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×86 on CPUExecutionProvider, Concat ×4 on CPUExecutionProvider, Conv ×52 on CPUExecutionProvider… [model-specs/evidence/vits.yaml]; vits on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×86 on CPUExecutionProvider, Concat ×4 on CPUExecutionProvider, Conv ×52 on CPUExecutionProvider… [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×86 on CPUExecutionProvider, Concat ×4 on CPUExecutionProvider, Conv ×52 on CPUExecutionProvider… [model-specs/evidence/vits.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -204,7 +204,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "vits on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]; vits on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]",
+            reason: "vits on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -214,7 +214,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "vits on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -222,7 +222,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "vits on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -230,7 +230,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "vits on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -242,7 +242,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "vits on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]; vits on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -251,7 +251,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "vits on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]; vits on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -260,7 +260,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "vits on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]; vits on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -274,7 +274,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "vits on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 2601 µs (2%) [model-specs/evidence/vits.yaml]; vits on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 2137 µs (7%) [model-specs/evidence/vits.yaml]",
+            reason: "vits on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -284,7 +284,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "vits on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 2137 µs (7%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -292,7 +292,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "vits on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 2601 µs (2%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -300,7 +300,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "vits on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 3898 µs (0%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -312,7 +312,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "vits on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 2601 µs (2%) [model-specs/evidence/vits.yaml]; vits on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 2137 µs (7%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -321,7 +321,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "vits on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 2601 µs (2%) [model-specs/evidence/vits.yaml]; vits on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 2137 µs (7%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -330,7 +330,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "vits on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 2601 µs (2%) [model-specs/evidence/vits.yaml]; vits on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 2137 µs (7%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -344,7 +344,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "vits on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]; vits on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]",
+            reason: "vits on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -354,7 +354,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "vits on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -362,7 +362,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "vits on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -370,7 +370,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "vits on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -382,7 +382,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "vits on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]; vits on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -391,7 +391,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "vits on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]; vits on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -400,7 +400,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "vits on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]; vits on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 754 nodes (38%), 0 µs (0%) [model-specs/evidence/vits.yaml]",
+                    reason: "vits on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: RandomNormalLike ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/vits.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -130,7 +130,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "afmoe on openvino with onnxruntime: matches_reference failed: the engine or its provider (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1… [model-specs/evidence/afmoe.yaml]; afmoe on openvino with onnxruntime: runs failed: the engine or its provider (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1… [model-specs/evidence/afmoe.yaml]",
+            reason: "afmoe on openvino with onnxruntime: matches_reference failed: the engine or its provider (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1… [model-specs/evidence/afmoe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -168,7 +168,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "afmoe on openvino with onnxruntime: matches_reference failed: the engine or its provider (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1… [model-specs/evidence/afmoe.yaml]; afmoe on openvino with onnxruntime: runs failed: the engine or its provider (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1… [model-specs/evidence/afmoe.yaml]",
+                    reason: "afmoe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1… [model-specs/evidence/afmoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -226,7 +226,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "afmoe on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/afmoe.yaml]",
+                    reason: "afmoe on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/afmoe.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -255,7 +255,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "afmoe on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/afmoe.yaml]; afmoe on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/afmoe.yaml]",
+            reason: "afmoe on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/afmoe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -293,7 +293,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "afmoe on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/afmoe.yaml]; afmoe on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/afmoe.yaml]",
+                    reason: "afmoe on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/afmoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -302,7 +302,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "afmoe on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/afmoe.yaml]; afmoe on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/afmoe.yaml]",
+                    reason: "afmoe on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/afmoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -324,7 +324,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "afmoe on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/afmoe.yaml]",
+            reason: "afmoe on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 256 elements outside abs … + rel … [model-specs/evidence/afmoe.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -338,7 +338,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "afmoe on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 12 of 832 elements outside abs … + rel … (max abs error … [model-specs/evidence/afmoe.yaml]",
+                    reason: "afmoe on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 12 of 832 elements outside abs … + rel … [model-specs/evidence/afmoe.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -350,7 +350,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "afmoe on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/afmoe.yaml]",
+                    reason: "afmoe on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 12 of 832 elements outside abs … + rel … [model-specs/evidence/afmoe.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -359,7 +359,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "afmoe on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/afmoe.yaml]",
+                    reason: "afmoe on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 12 of 832 elements outside abs … + rel … [model-specs/evidence/afmoe.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -368,7 +368,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "afmoe on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/afmoe.yaml]",
+                    reason: "afmoe on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 12 of 832 elements outside abs … + rel … [model-specs/evidence/afmoe.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -120,7 +120,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "apertus on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/apertus/model.onnx: Failed to finalize QNN graph [model-specs/evidence/apertus.yaml]; apertus on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/apertus/model.onnx: Failed to finalize QNN graph [model-specs/evidence/apertus.yaml]",
+            reason: "apertus on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/apertus/model.onnx: Failed to finalize QNN graph [model-specs/evidence/apertus.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -158,7 +158,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "apertus on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/apertus/model.onnx: Failed to finalize QNN graph [model-specs/evidence/apertus.yaml]; apertus on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/apertus/model.onnx: Failed to finalize QNN graph [model-specs/evidence/apertus.yaml]",
+                    reason: "apertus on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/apertus/model.onnx: Failed to finalize QNN graph [model-specs/evidence/apertus.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -167,7 +167,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "apertus on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/apertus/model.onnx: Failed to finalize QNN graph [model-specs/evidence/apertus.yaml]; apertus on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/apertus/model.onnx: Failed to finalize QNN graph [model-specs/evidence/apertus.yaml]",
+                    reason: "apertus on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/apertus/model.onnx: Failed to finalize QNN graph [model-specs/evidence/apertus.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -210,7 +210,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "apertus on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/apertus.yaml]",
+                    reason: "apertus on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/apertus.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

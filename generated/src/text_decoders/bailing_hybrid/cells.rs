@@ -34,7 +34,7 @@ pub static CPU_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/bailing_hybrid.yaml]",
+            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/bailing_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -61,7 +61,7 @@ pub static CUDA_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/bailing_hybrid.yaml]",
+            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/bailing_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -85,7 +85,7 @@ pub static ROCM_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/bailing_hybrid.yaml]",
+            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/bailing_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -109,7 +109,7 @@ pub static MPS_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/bailing_hybrid.yaml]",
+            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/bailing_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -126,7 +126,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "bailing_hybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model [model-specs/evidence/bailing_hybrid.yaml]; bailing_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model [model-specs/evidence/bailing_hybrid.yaml]",
+            reason: "bailing_hybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model [model-specs/evidence/bailing_hybrid.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -164,7 +164,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "bailing_hybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model [model-specs/evidence/bailing_hybrid.yaml]; bailing_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model [model-specs/evidence/bailing_hybrid.yaml]",
+                    reason: "bailing_hybrid on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/bailing_hybrid/model.onnx: This is an invalid model [model-specs/evidence/bailing_hybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -175,7 +175,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/bailing_hybrid.yaml]",
+            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/bailing_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -201,7 +201,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/bailing_hybrid.yaml]",
+            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/bailing_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -211,7 +211,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "bailing_hybrid on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph [model-specs/evidence/bailing_hybrid.yaml]; bailing_hybrid on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph [model-specs/evidence/bailing_hybrid.yaml]",
+            reason: "bailing_hybrid on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph [model-specs/evidence/bailing_hybrid.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -249,7 +249,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "bailing_hybrid on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph [model-specs/evidence/bailing_hybrid.yaml]; bailing_hybrid on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph [model-specs/evidence/bailing_hybrid.yaml]",
+                    reason: "bailing_hybrid on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph [model-specs/evidence/bailing_hybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -258,7 +258,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "bailing_hybrid on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph [model-specs/evidence/bailing_hybrid.yaml]; bailing_hybrid on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph [model-specs/evidence/bailing_hybrid.yaml]",
+                    reason: "bailing_hybrid on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/bailing_hybrid/model.onnx: Failed to compose Qnn graph [model-specs/evidence/bailing_hybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -269,7 +269,7 @@ pub static QNN_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/bailing_hybrid.yaml]",
+            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/bailing_hybrid.yaml]",
             stage: Stage::Reference,
         },
     )
@@ -285,7 +285,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "bailing_hybrid on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/bailing_hybrid.yaml]; bailing_hybrid on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/bailing_hybrid.yaml]",
+            reason: "bailing_hybrid on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/bailing_hybrid.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -323,7 +323,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "bailing_hybrid on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/bailing_hybrid.yaml]; bailing_hybrid on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/bailing_hybrid.yaml]",
+                    reason: "bailing_hybrid on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/bailing_hybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -332,7 +332,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "bailing_hybrid on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/bailing_hybrid.yaml]; bailing_hybrid on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/bailing_hybrid.yaml]",
+                    reason: "bailing_hybrid on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/bailing_hybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -343,7 +343,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/bailing_hybrid.yaml]",
+            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/bailing_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -364,7 +364,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/bailing_hybrid.yaml]",
+            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/bailing_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -385,7 +385,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/bailing_hybrid.yaml]",
+            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/bailing_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -406,7 +406,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/bailing_hybrid.yaml]",
+            reason: "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/bailing_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );

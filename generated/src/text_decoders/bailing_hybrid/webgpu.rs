@@ -18,7 +18,7 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/bailing_hybrid.yaml]"
+        "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/bailing_hybrid.yaml]"
     );
 }
 /// bailing_hybrid on webgpu with onnxruntime, WebGpuExecutionProvider: run.
@@ -39,7 +39,7 @@ mod native {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/bailing_hybrid.yaml]"
+        "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/bailing_hybrid.yaml]"
     );
 }
 /// bailing_hybrid on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
@@ -63,7 +63,7 @@ mod firefox {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_FIREFOX, ignore =
-        "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/bailing_hybrid.yaml]"
+        "not tested here: bailing_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/bailing_hybrid.yaml]"
     );
 }
 /// bailing_hybrid's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -113,7 +113,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "bamba on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/bamba.yaml]; bamba on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/bamba.yaml]",
+            reason: "bamba on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/bamba.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -123,7 +123,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "bamba on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/bamba.yaml]",
+                    reason: "bamba on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/bamba.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -131,7 +131,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "bamba on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/bamba.yaml]",
+                    reason: "bamba on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/bamba.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -139,7 +139,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "bamba on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/bamba.yaml]",
+                    reason: "bamba on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/bamba.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -151,7 +151,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "bamba on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/bamba.yaml]; bamba on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/bamba.yaml]",
+                    reason: "bamba on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/bamba.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -198,7 +198,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "bamba on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/bamba/model.onnx: Failed to finalize QNN graph [model-specs/evidence/bamba.yaml]; bamba on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/bamba/model.onnx: Failed to finalize QNN graph [model-specs/evidence/bamba.yaml]",
+            reason: "bamba on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/bamba/model.onnx: Failed to finalize QNN graph [model-specs/evidence/bamba.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -236,7 +236,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "bamba on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/bamba/model.onnx: Failed to finalize QNN graph [model-specs/evidence/bamba.yaml]; bamba on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/bamba/model.onnx: Failed to finalize QNN graph [model-specs/evidence/bamba.yaml]",
+                    reason: "bamba on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/bamba/model.onnx: Failed to finalize QNN graph [model-specs/evidence/bamba.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -245,7 +245,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "bamba on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/bamba/model.onnx: Failed to finalize QNN graph [model-specs/evidence/bamba.yaml]; bamba on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/bamba/model.onnx: Failed to finalize QNN graph [model-specs/evidence/bamba.yaml]",
+                    reason: "bamba on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/bamba/model.onnx: Failed to finalize QNN graph [model-specs/evidence/bamba.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -17,7 +17,7 @@ mod onnx {
     );
     runtime::generation_test!(super::super::cells::CPU_ONNX, gate = gate_cpu);
 }
-/// bloom on cpu with libtorch, device cpu: known-issue (bloom on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'GeLUFunction' [model-specs/evidence/bloom.yaml]; bloom on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'GeLUFunction' [model-specs/evidence/bloom.yaml]).
+/// bloom on cpu with libtorch, device cpu: known-issue (bloom on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'GeLUFunction' [model-specs/evidence/bloom.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated text_decoders::bloom::cpu::torch::`.
 mod torch {

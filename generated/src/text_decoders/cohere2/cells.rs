@@ -120,7 +120,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "cohere2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/cohere2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere2.yaml]; cohere2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/cohere2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere2.yaml]",
+            reason: "cohere2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/cohere2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -158,7 +158,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "cohere2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/cohere2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere2.yaml]; cohere2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/cohere2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere2.yaml]",
+                    reason: "cohere2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/cohere2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -167,7 +167,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "cohere2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/cohere2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere2.yaml]; cohere2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/cohere2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere2.yaml]",
+                    reason: "cohere2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/cohere2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -179,7 +179,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "deepseek_v4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_v4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/deepseek_v4.yaml]; deepseek_v4 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_v4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/deepseek_v4.yaml]",
+            reason: "deepseek_v4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_v4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/deepseek_v4.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -217,7 +217,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "deepseek_v4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_v4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/deepseek_v4.yaml]; deepseek_v4 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_v4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/deepseek_v4.yaml]",
+                    reason: "deepseek_v4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_v4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/deepseek_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -226,7 +226,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "deepseek_v4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_v4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/deepseek_v4.yaml]; deepseek_v4 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_v4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/deepseek_v4.yaml]",
+                    reason: "deepseek_v4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_v4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/deepseek_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -253,7 +253,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "deepseek_v4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/deepseek_v4.yaml]; deepseek_v4 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/deepseek_v4.yaml]",
+            reason: "deepseek_v4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/deepseek_v4.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -291,7 +291,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "deepseek_v4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/deepseek_v4.yaml]; deepseek_v4 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/deepseek_v4.yaml]",
+                    reason: "deepseek_v4 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/deepseek_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -300,7 +300,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "deepseek_v4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/deepseek_v4.yaml]; deepseek_v4 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/deepseek_v4.yaml]",
+                    reason: "deepseek_v4 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/deepseek_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -321,7 +321,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "deepseek_v4 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 8 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/deepseek_v4.yaml]",
+            reason: "deepseek_v4 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 8 of 256 elements outside abs … + rel … [model-specs/evidence/deepseek_v4.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -335,7 +335,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "deepseek_v4 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 46 of 832 elements outside abs … + rel … (max abs error … [model-specs/evidence/deepseek_v4.yaml]",
+                    reason: "deepseek_v4 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 46 of 832 elements outside abs … + rel … [model-specs/evidence/deepseek_v4.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -347,7 +347,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "deepseek_v4 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 8 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/deepseek_v4.yaml]",
+                    reason: "deepseek_v4 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 46 of 832 elements outside abs … + rel … [model-specs/evidence/deepseek_v4.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -356,7 +356,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "deepseek_v4 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 8 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/deepseek_v4.yaml]",
+                    reason: "deepseek_v4 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 46 of 832 elements outside abs … + rel … [model-specs/evidence/deepseek_v4.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -365,7 +365,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "deepseek_v4 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 8 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/deepseek_v4.yaml]",
+                    reason: "deepseek_v4 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 46 of 832 elements outside abs … + rel … [model-specs/evidence/deepseek_v4.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

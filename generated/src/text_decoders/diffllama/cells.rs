@@ -133,7 +133,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "diffllama on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/diffllama/model.onnx: Failed to finalize QNN graph [model-specs/evidence/diffllama.yaml]; diffllama on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/diffllama/model.onnx: Failed to finalize QNN graph [model-specs/evidence/diffllama.yaml]",
+            reason: "diffllama on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/diffllama/model.onnx: Failed to finalize QNN graph [model-specs/evidence/diffllama.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -171,7 +171,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "diffllama on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/diffllama/model.onnx: Failed to finalize QNN graph [model-specs/evidence/diffllama.yaml]; diffllama on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/diffllama/model.onnx: Failed to finalize QNN graph [model-specs/evidence/diffllama.yaml]",
+                    reason: "diffllama on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/diffllama/model.onnx: Failed to finalize QNN graph [model-specs/evidence/diffllama.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -180,7 +180,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "diffllama on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/diffllama/model.onnx: Failed to finalize QNN graph [model-specs/evidence/diffllama.yaml]; diffllama on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/diffllama/model.onnx: Failed to finalize QNN graph [model-specs/evidence/diffllama.yaml]",
+                    reason: "diffllama on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/diffllama/model.onnx: Failed to finalize QNN graph [model-specs/evidence/diffllama.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

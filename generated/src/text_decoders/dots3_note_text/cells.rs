@@ -185,7 +185,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "dots3_note_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/dots3_note_text.yaml]; dots3_note_text on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/dots3_note_text.yaml]",
+            reason: "dots3_note_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/dots3_note_text.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -223,7 +223,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "dots3_note_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/dots3_note_text.yaml]; dots3_note_text on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/dots3_note_text.yaml]",
+                    reason: "dots3_note_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/dots3_note_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -232,7 +232,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "dots3_note_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/dots3_note_text.yaml]; dots3_note_text on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/dots3_note_text.yaml]",
+                    reason: "dots3_note_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/dots3_note_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -260,7 +260,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "dots3_note_text on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note_text.yaml]; dots3_note_text on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note_text.yaml]",
+            reason: "dots3_note_text on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note_text.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -298,7 +298,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "dots3_note_text on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note_text.yaml]; dots3_note_text on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note_text.yaml]",
+                    reason: "dots3_note_text on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -307,7 +307,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "dots3_note_text on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note_text.yaml]; dots3_note_text on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note_text.yaml]",
+                    reason: "dots3_note_text on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -120,7 +120,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "ernie4_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5.yaml]; ernie4_5 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5.yaml]",
+            reason: "ernie4_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -158,7 +158,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "ernie4_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5.yaml]; ernie4_5 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5.yaml]",
+                    reason: "ernie4_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -167,7 +167,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "ernie4_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5.yaml]; ernie4_5 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5.yaml]",
+                    reason: "ernie4_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -143,7 +143,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "ernie4_5_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5_moe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5_moe.yaml]; ernie4_5_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5_moe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5_moe.yaml]",
+            reason: "ernie4_5_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5_moe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5_moe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -181,7 +181,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "ernie4_5_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5_moe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5_moe.yaml]; ernie4_5_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5_moe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5_moe.yaml]",
+                    reason: "ernie4_5_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5_moe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -190,7 +190,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "ernie4_5_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5_moe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5_moe.yaml]; ernie4_5_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5_moe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5_moe.yaml]",
+                    reason: "ernie4_5_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/ernie4_5_moe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -218,7 +218,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "ernie4_5_moe on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/ernie4_5_moe.yaml]; ernie4_5_moe on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/ernie4_5_moe.yaml]",
+            reason: "ernie4_5_moe on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/ernie4_5_moe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -256,7 +256,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "ernie4_5_moe on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/ernie4_5_moe.yaml]; ernie4_5_moe on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/ernie4_5_moe.yaml]",
+                    reason: "ernie4_5_moe on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/ernie4_5_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -265,7 +265,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "ernie4_5_moe on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/ernie4_5_moe.yaml]; ernie4_5_moe on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/ernie4_5_moe.yaml]",
+                    reason: "ernie4_5_moe on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/ernie4_5_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

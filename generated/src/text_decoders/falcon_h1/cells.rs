@@ -34,7 +34,7 @@ pub static CPU_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/falcon_h1.yaml]",
+            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/falcon_h1.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -61,7 +61,7 @@ pub static CUDA_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/falcon_h1.yaml]",
+            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/falcon_h1.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -85,7 +85,7 @@ pub static ROCM_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/falcon_h1.yaml]",
+            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/falcon_h1.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -109,7 +109,7 @@ pub static MPS_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/falcon_h1.yaml]",
+            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/falcon_h1.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -126,7 +126,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "falcon_h1 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/falcon_h1.yaml]; falcon_h1 on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/falcon_h1.yaml]",
+            reason: "falcon_h1 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/falcon_h1.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -136,7 +136,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "falcon_h1 on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/falcon_h1.yaml]",
+                    reason: "falcon_h1 on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/falcon_h1.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -144,7 +144,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "falcon_h1 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/falcon_h1.yaml]",
+                    reason: "falcon_h1 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/falcon_h1.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -152,7 +152,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "falcon_h1 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 16 µs (0%) [model-specs/evidence/falcon_h1.yaml]",
+                    reason: "falcon_h1 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/falcon_h1.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -164,7 +164,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "falcon_h1 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/falcon_h1.yaml]; falcon_h1 on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/falcon_h1.yaml]",
+                    reason: "falcon_h1 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/falcon_h1.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -175,7 +175,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/falcon_h1.yaml]",
+            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/falcon_h1.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -201,7 +201,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/falcon_h1.yaml]",
+            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/falcon_h1.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -211,7 +211,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "falcon_h1 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/falcon_h1/model.onnx: Failed to finalize QNN graph [model-specs/evidence/falcon_h1.yaml]; falcon_h1 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/falcon_h1/model.onnx: Failed to finalize QNN graph [model-specs/evidence/falcon_h1.yaml]",
+            reason: "falcon_h1 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/falcon_h1/model.onnx: Failed to finalize QNN graph [model-specs/evidence/falcon_h1.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -249,7 +249,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "falcon_h1 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/falcon_h1/model.onnx: Failed to finalize QNN graph [model-specs/evidence/falcon_h1.yaml]; falcon_h1 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/falcon_h1/model.onnx: Failed to finalize QNN graph [model-specs/evidence/falcon_h1.yaml]",
+                    reason: "falcon_h1 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/falcon_h1/model.onnx: Failed to finalize QNN graph [model-specs/evidence/falcon_h1.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -258,7 +258,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "falcon_h1 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/falcon_h1/model.onnx: Failed to finalize QNN graph [model-specs/evidence/falcon_h1.yaml]; falcon_h1 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/falcon_h1/model.onnx: Failed to finalize QNN graph [model-specs/evidence/falcon_h1.yaml]",
+                    reason: "falcon_h1 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/falcon_h1/model.onnx: Failed to finalize QNN graph [model-specs/evidence/falcon_h1.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -269,7 +269,7 @@ pub static QNN_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/falcon_h1.yaml]",
+            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/falcon_h1.yaml]",
             stage: Stage::Reference,
         },
     )
@@ -295,7 +295,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/falcon_h1.yaml]",
+            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/falcon_h1.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -316,7 +316,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/falcon_h1.yaml]",
+            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/falcon_h1.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -337,7 +337,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/falcon_h1.yaml]",
+            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/falcon_h1.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -358,7 +358,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/falcon_h1.yaml]",
+            reason: "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/falcon_h1.yaml]",
             stage: Stage::Reference,
         },
     );

@@ -13,7 +13,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::CUDA_ONNX, ignore =
-        "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/falcon_h1.yaml]"
+        "not tested here: falcon_h1's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/falcon_h1.yaml]"
     );
 }
 /// falcon_h1 on cuda with libtorch, device cuda: run.

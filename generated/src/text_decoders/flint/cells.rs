@@ -126,7 +126,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "flint on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/flint.yaml]",
+                    reason: "flint on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/flint.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -162,7 +162,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "flint on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/flint.yaml]",
+                    reason: "flint on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/flint.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -183,7 +183,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "flint on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1 of 832 elements outside abs … + rel … (max abs error … [model-specs/evidence/flint.yaml]",
+                    reason: "flint on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1 of 832 elements outside abs … + rel … [model-specs/evidence/flint.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -192,9 +192,33 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "flint on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1 of 832 elements outside abs … + rel … [model-specs/evidence/flint.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "flint on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1 of 832 elements outside abs … + rel … [model-specs/evidence/flint.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "flint on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1 of 832 elements outside abs … + rel … [model-specs/evidence/flint.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);

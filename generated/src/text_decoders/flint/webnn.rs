@@ -11,7 +11,7 @@ mod browser {
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: flint on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/flint.yaml]"
+        "known issue: flint on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/flint.yaml]"
     );
     runtime::generation_test!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
 }

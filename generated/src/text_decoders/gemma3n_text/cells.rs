@@ -139,7 +139,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "gemma3n_text on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/gemma3n_text.yaml]",
+                    reason: "gemma3n_text on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/gemma3n_text.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -175,7 +175,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "gemma3n_text on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/gemma3n_text.yaml]",
+                    reason: "gemma3n_text on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/gemma3n_text.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -190,7 +190,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "gemma3n_text on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 6 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/gemma3n_text.yaml]",
+            reason: "gemma3n_text on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 6 of 256 elements outside abs … + rel … [model-specs/evidence/gemma3n_text.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -204,7 +204,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "gemma3n_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 26 of 832 elements outside abs … + rel … (max abs error … [model-specs/evidence/gemma3n_text.yaml]",
+                    reason: "gemma3n_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 26 of 832 elements outside abs … + rel … [model-specs/evidence/gemma3n_text.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -216,7 +216,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "gemma3n_text on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 6 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/gemma3n_text.yaml]",
+                    reason: "gemma3n_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 26 of 832 elements outside abs … + rel … [model-specs/evidence/gemma3n_text.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -225,7 +225,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "gemma3n_text on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 6 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/gemma3n_text.yaml]",
+                    reason: "gemma3n_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 26 of 832 elements outside abs … + rel … [model-specs/evidence/gemma3n_text.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -234,7 +234,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "gemma3n_text on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 6 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/gemma3n_text.yaml]",
+                    reason: "gemma3n_text on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 26 of 832 elements outside abs … + rel … [model-specs/evidence/gemma3n_text.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

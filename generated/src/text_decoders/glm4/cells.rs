@@ -133,7 +133,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "glm4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/glm4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm4.yaml]; glm4 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/glm4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm4.yaml]",
+            reason: "glm4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/glm4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm4.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -171,7 +171,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "glm4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/glm4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm4.yaml]; glm4 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/glm4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm4.yaml]",
+                    reason: "glm4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/glm4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -180,7 +180,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "glm4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/glm4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm4.yaml]; glm4 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/glm4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm4.yaml]",
+                    reason: "glm4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/glm4/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -18,7 +18,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "gpt_oss on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/gpt_oss.yaml]",
+                    reason: "gpt_oss on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/gpt_oss.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -128,7 +128,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "gpt_oss on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph [model-specs/evidence/gpt_oss.yaml]; gpt_oss on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph [model-specs/evidence/gpt_oss.yaml]",
+            reason: "gpt_oss on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph [model-specs/evidence/gpt_oss.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -166,7 +166,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "gpt_oss on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph [model-specs/evidence/gpt_oss.yaml]; gpt_oss on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph [model-specs/evidence/gpt_oss.yaml]",
+                    reason: "gpt_oss on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph [model-specs/evidence/gpt_oss.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -175,7 +175,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "gpt_oss on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph [model-specs/evidence/gpt_oss.yaml]; gpt_oss on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph [model-specs/evidence/gpt_oss.yaml]",
+                    reason: "gpt_oss on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/gpt_oss/model.onnx: Failed to compose Qnn graph [model-specs/evidence/gpt_oss.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -203,7 +203,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "gpt_oss on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/gpt_oss.yaml]; gpt_oss on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/gpt_oss.yaml]",
+            reason: "gpt_oss on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/gpt_oss.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -241,7 +241,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "gpt_oss on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/gpt_oss.yaml]; gpt_oss on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/gpt_oss.yaml]",
+                    reason: "gpt_oss on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/gpt_oss.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -250,7 +250,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "gpt_oss on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/gpt_oss.yaml]; gpt_oss on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/gpt_oss.yaml]",
+                    reason: "gpt_oss on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/gpt_oss.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -261,7 +261,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::KnownIssue {
-            reason: "gpt_oss on webnn with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%) [model-specs/evidence/gpt_oss.yaml]",
+            reason: "gpt_oss on webnn with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/gpt_oss.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -294,7 +294,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "gpt_oss on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/gpt_oss.yaml]",
+                    reason: "gpt_oss on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/gpt_oss.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -303,7 +303,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "gpt_oss on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/gpt_oss.yaml]",
+                    reason: "gpt_oss on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/gpt_oss.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

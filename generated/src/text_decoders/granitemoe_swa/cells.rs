@@ -100,7 +100,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_OV,
         Planned::KnownIssue {
-            reason: "granitemoe_swa on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 252 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/granitemoe_swa.yaml]",
+            reason: "granitemoe_swa on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 252 of 256 elements outside abs … + rel … [model-specs/evidence/granitemoe_swa.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -114,7 +114,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "granitemoe_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 827 of 832 elements outside abs … + rel … (max abs error … [model-specs/evidence/granitemoe_swa.yaml]",
+                    reason: "granitemoe_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 827 of 832 elements outside abs … + rel … [model-specs/evidence/granitemoe_swa.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -126,7 +126,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "granitemoe_swa on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 252 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/granitemoe_swa.yaml]",
+                    reason: "granitemoe_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 827 of 832 elements outside abs … + rel … [model-specs/evidence/granitemoe_swa.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -135,7 +135,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "granitemoe_swa on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 252 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/granitemoe_swa.yaml]",
+                    reason: "granitemoe_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 827 of 832 elements outside abs … + rel … [model-specs/evidence/granitemoe_swa.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -157,7 +157,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "granitemoe_swa on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoe_swa.yaml]; granitemoe_swa on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoe_swa.yaml]",
+            reason: "granitemoe_swa on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoe_swa.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -195,7 +195,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "granitemoe_swa on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoe_swa.yaml]; granitemoe_swa on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoe_swa.yaml]",
+                    reason: "granitemoe_swa on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoe_swa.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -204,7 +204,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "granitemoe_swa on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoe_swa.yaml]; granitemoe_swa on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoe_swa.yaml]",
+                    reason: "granitemoe_swa on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoe_swa/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoe_swa.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -232,7 +232,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "granitemoe_swa on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoe_swa.yaml]; granitemoe_swa on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoe_swa.yaml]",
+            reason: "granitemoe_swa on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoe_swa.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -270,7 +270,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "granitemoe_swa on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoe_swa.yaml]; granitemoe_swa on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoe_swa.yaml]",
+                    reason: "granitemoe_swa on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoe_swa.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -279,7 +279,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "granitemoe_swa on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoe_swa.yaml]; granitemoe_swa on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoe_swa.yaml]",
+                    reason: "granitemoe_swa on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoe_swa.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -290,7 +290,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::KnownIssue {
-            reason: "granitemoe_swa on webnn with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%) [model-specs/evidence/granitemoe_swa.yaml]",
+            reason: "granitemoe_swa on webnn with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granitemoe_swa.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },

@@ -126,7 +126,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "granitemoehybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/granitemoehybrid.yaml]; granitemoehybrid on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/granitemoehybrid.yaml]",
+            reason: "granitemoehybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granitemoehybrid.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -136,7 +136,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "granitemoehybrid on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/granitemoehybrid.yaml]",
+                    reason: "granitemoehybrid on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granitemoehybrid.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -144,7 +144,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "granitemoehybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/granitemoehybrid.yaml]",
+                    reason: "granitemoehybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granitemoehybrid.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -152,7 +152,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "granitemoehybrid on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/granitemoehybrid.yaml]",
+                    reason: "granitemoehybrid on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granitemoehybrid.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -164,7 +164,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "granitemoehybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/granitemoehybrid.yaml]; granitemoehybrid on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/granitemoehybrid.yaml]",
+                    reason: "granitemoehybrid on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granitemoehybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -211,7 +211,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "granitemoehybrid on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoehybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granitemoehybrid.yaml]; granitemoehybrid on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoehybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granitemoehybrid.yaml]",
+            reason: "granitemoehybrid on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoehybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granitemoehybrid.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -249,7 +249,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "granitemoehybrid on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoehybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granitemoehybrid.yaml]; granitemoehybrid on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoehybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granitemoehybrid.yaml]",
+                    reason: "granitemoehybrid on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoehybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granitemoehybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -258,7 +258,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "granitemoehybrid on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoehybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granitemoehybrid.yaml]; granitemoehybrid on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoehybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granitemoehybrid.yaml]",
+                    reason: "granitemoehybrid on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoehybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granitemoehybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -285,7 +285,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "granitemoehybrid on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%) [model-specs/evidence/granitemoehybrid.yaml]; granitemoehybrid on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%) [model-specs/evidence/granitemoehybrid.yaml]",
+            reason: "granitemoehybrid on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granitemoehybrid.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -295,7 +295,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "granitemoehybrid on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%) [model-specs/evidence/granitemoehybrid.yaml]",
+                    reason: "granitemoehybrid on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granitemoehybrid.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -303,7 +303,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "granitemoehybrid on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%) [model-specs/evidence/granitemoehybrid.yaml]",
+                    reason: "granitemoehybrid on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granitemoehybrid.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -311,7 +311,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "granitemoehybrid on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%) [model-specs/evidence/granitemoehybrid.yaml]",
+                    reason: "granitemoehybrid on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granitemoehybrid.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -323,7 +323,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "granitemoehybrid on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%) [model-specs/evidence/granitemoehybrid.yaml]; granitemoehybrid on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%) [model-specs/evidence/granitemoehybrid.yaml]",
+                    reason: "granitemoehybrid on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granitemoehybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -332,7 +332,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "granitemoehybrid on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%) [model-specs/evidence/granitemoehybrid.yaml]; granitemoehybrid on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%) [model-specs/evidence/granitemoehybrid.yaml]",
+                    reason: "granitemoehybrid on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granitemoehybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -120,7 +120,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "granitemoeshared on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoeshared/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoeshared.yaml]; granitemoeshared on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoeshared/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoeshared.yaml]",
+            reason: "granitemoeshared on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoeshared/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoeshared.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -158,7 +158,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "granitemoeshared on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoeshared/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoeshared.yaml]; granitemoeshared on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoeshared/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoeshared.yaml]",
+                    reason: "granitemoeshared on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoeshared/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoeshared.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -167,7 +167,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "granitemoeshared on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoeshared/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoeshared.yaml]; granitemoeshared on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoeshared/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoeshared.yaml]",
+                    reason: "granitemoeshared on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/granitemoeshared/model.onnx: Failed to compose Qnn graph [model-specs/evidence/granitemoeshared.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -195,7 +195,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "granitemoeshared on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoeshared.yaml]; granitemoeshared on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoeshared.yaml]",
+            reason: "granitemoeshared on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoeshared.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -233,7 +233,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "granitemoeshared on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoeshared.yaml]; granitemoeshared on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoeshared.yaml]",
+                    reason: "granitemoeshared on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoeshared.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -242,7 +242,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "granitemoeshared on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoeshared.yaml]; granitemoeshared on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoeshared.yaml]",
+                    reason: "granitemoeshared on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/granitemoeshared.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -253,7 +253,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::KnownIssue {
-            reason: "granitemoeshared on webnn with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%) [model-specs/evidence/granitemoeshared.yaml]",
+            reason: "granitemoeshared on webnn with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granitemoeshared.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },

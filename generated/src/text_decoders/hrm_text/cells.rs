@@ -135,8 +135,24 @@ pub static QNN_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Qdq8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
+            PrecisionCheck::new(
+                Precision::Qdq8,
+                Planned::KnownIssue {
+                    reason: "hrm_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/hrm_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/hrm_text.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "hrm_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/hrm_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/hrm_text.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run)

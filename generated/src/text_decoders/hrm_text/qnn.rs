@@ -13,10 +13,12 @@ mod onnx {
         "known issue: hrm_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/hrm_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/hrm_text.yaml]"
     );
     runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, gate = gate_qnn
+        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+        "known issue: hrm_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/hrm_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/hrm_text.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: hrm_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/hrm_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/hrm_text.yaml]"
     );
     runtime::generation_test!(super::super::cells::QNN_ONNX, gate = gate_qnn);
 }

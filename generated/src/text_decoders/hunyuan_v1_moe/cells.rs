@@ -138,7 +138,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "hunyuan_v1_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/hunyuan_v1_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/hunyuan_v1_moe.yaml]; hunyuan_v1_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/hunyuan_v1_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/hunyuan_v1_moe.yaml]",
+            reason: "hunyuan_v1_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/hunyuan_v1_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/hunyuan_v1_moe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -176,7 +176,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "hunyuan_v1_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/hunyuan_v1_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/hunyuan_v1_moe.yaml]; hunyuan_v1_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/hunyuan_v1_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/hunyuan_v1_moe.yaml]",
+                    reason: "hunyuan_v1_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/hunyuan_v1_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/hunyuan_v1_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -185,7 +185,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "hunyuan_v1_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/hunyuan_v1_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/hunyuan_v1_moe.yaml]; hunyuan_v1_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/hunyuan_v1_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/hunyuan_v1_moe.yaml]",
+                    reason: "hunyuan_v1_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/hunyuan_v1_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/hunyuan_v1_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -213,7 +213,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "hunyuan_v1_moe on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×4 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/hunyuan_v1_moe.yaml]; hunyuan_v1_moe on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×4 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/hunyuan_v1_moe.yaml]",
+            reason: "hunyuan_v1_moe on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×4 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/hunyuan_v1_moe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -251,7 +251,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "hunyuan_v1_moe on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×4 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/hunyuan_v1_moe.yaml]; hunyuan_v1_moe on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×4 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/hunyuan_v1_moe.yaml]",
+                    reason: "hunyuan_v1_moe on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×4 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/hunyuan_v1_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -260,7 +260,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "hunyuan_v1_moe on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×4 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/hunyuan_v1_moe.yaml]; hunyuan_v1_moe on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×4 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/hunyuan_v1_moe.yaml]",
+                    reason: "hunyuan_v1_moe on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×4 on CPUExecutionProvider, MatMul ×4 on CPUExecutionProvider, Mul ×4 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/hunyuan_v1_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -271,7 +271,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::KnownIssue {
-            reason: "hunyuan_v1_moe on webnn with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%) [model-specs/evidence/hunyuan_v1_moe.yaml]",
+            reason: "hunyuan_v1_moe on webnn with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/hunyuan_v1_moe.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },

@@ -34,7 +34,7 @@ pub static CPU_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/inkling_text.yaml]",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/inkling_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -61,7 +61,7 @@ pub static CUDA_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/inkling_text.yaml]",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/inkling_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -85,7 +85,7 @@ pub static ROCM_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/inkling_text.yaml]",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/inkling_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -109,7 +109,7 @@ pub static MPS_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/inkling_text.yaml]",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/inkling_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -143,7 +143,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/inkling_text.yaml]",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/inkling_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -153,7 +153,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_OV,
         Planned::KnownIssue {
-            reason: "inkling_text on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 212 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/inkling_text.yaml]",
+            reason: "inkling_text on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 212 of 256 elements outside abs … + rel … [model-specs/evidence/inkling_text.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -167,7 +167,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "inkling_text on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 725 of 832 elements outside abs … + rel … (max abs error … [model-specs/evidence/inkling_text.yaml]",
+                    reason: "inkling_text on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 725 of 832 elements outside abs … + rel … [model-specs/evidence/inkling_text.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -179,7 +179,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "inkling_text on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 212 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/inkling_text.yaml]",
+                    reason: "inkling_text on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 725 of 832 elements outside abs … + rel … [model-specs/evidence/inkling_text.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -188,7 +188,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "inkling_text on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 212 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/inkling_text.yaml]",
+                    reason: "inkling_text on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 725 of 832 elements outside abs … + rel … [model-specs/evidence/inkling_text.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -199,7 +199,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/inkling_text.yaml]",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/inkling_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -209,7 +209,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "inkling_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/inkling_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/inkling_text.yaml]; inkling_text on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/inkling_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/inkling_text.yaml]",
+            reason: "inkling_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/inkling_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/inkling_text.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -247,7 +247,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "inkling_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/inkling_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/inkling_text.yaml]; inkling_text on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/inkling_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/inkling_text.yaml]",
+                    reason: "inkling_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/inkling_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/inkling_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -256,7 +256,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "inkling_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/inkling_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/inkling_text.yaml]; inkling_text on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/inkling_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/inkling_text.yaml]",
+                    reason: "inkling_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/inkling_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/inkling_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -267,7 +267,7 @@ pub static QNN_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/inkling_text.yaml]",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/inkling_text.yaml]",
             stage: Stage::Reference,
         },
     )
@@ -283,7 +283,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "inkling_text on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/inkling_text.yaml]; inkling_text on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/inkling_text.yaml]",
+            reason: "inkling_text on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/inkling_text.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -321,7 +321,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "inkling_text on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/inkling_text.yaml]; inkling_text on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/inkling_text.yaml]",
+                    reason: "inkling_text on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/inkling_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -330,7 +330,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "inkling_text on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/inkling_text.yaml]; inkling_text on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/inkling_text.yaml]",
+                    reason: "inkling_text on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/inkling_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -341,7 +341,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/inkling_text.yaml]",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/inkling_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -362,7 +362,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/inkling_text.yaml]",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/inkling_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -383,7 +383,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/inkling_text.yaml]",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/inkling_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -404,7 +404,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/inkling_text.yaml]",
+            reason: "not tested here: inkling_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/inkling_text.yaml]",
             stage: Stage::Reference,
         },
     );

@@ -166,7 +166,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "jamba on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph [model-specs/evidence/jamba.yaml]; jamba on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph [model-specs/evidence/jamba.yaml]",
+            reason: "jamba on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph [model-specs/evidence/jamba.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -204,7 +204,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "jamba on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph [model-specs/evidence/jamba.yaml]; jamba on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph [model-specs/evidence/jamba.yaml]",
+                    reason: "jamba on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph [model-specs/evidence/jamba.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -213,7 +213,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "jamba on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph [model-specs/evidence/jamba.yaml]; jamba on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph [model-specs/evidence/jamba.yaml]",
+                    reason: "jamba on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/jamba/model.onnx: Failed to compose Qnn graph [model-specs/evidence/jamba.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -240,7 +240,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "jamba on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/jamba.yaml]; jamba on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/jamba.yaml]",
+            reason: "jamba on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/jamba.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -278,7 +278,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "jamba on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/jamba.yaml]; jamba on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/jamba.yaml]",
+                    reason: "jamba on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/jamba.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -287,7 +287,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "jamba on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/jamba.yaml]; jamba on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/jamba.yaml]",
+                    reason: "jamba on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/jamba.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -114,7 +114,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "jetmoe on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/jetmoe/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/jetmoe.yaml]; jetmoe on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/jetmoe/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/jetmoe.yaml]",
+            reason: "jetmoe on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/jetmoe/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/jetmoe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -152,7 +152,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "jetmoe on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/jetmoe/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/jetmoe.yaml]; jetmoe on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/jetmoe/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/jetmoe/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/jetmoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -194,7 +194,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "jetmoe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/jetmoe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/jetmoe.yaml]; jetmoe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/jetmoe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/jetmoe.yaml]",
+            reason: "jetmoe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/jetmoe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/jetmoe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -232,7 +232,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "jetmoe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/jetmoe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/jetmoe.yaml]; jetmoe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/jetmoe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/jetmoe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/jetmoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -241,7 +241,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "jetmoe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/jetmoe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/jetmoe.yaml]; jetmoe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/jetmoe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/jetmoe/model.onnx: Failed to finalize QNN graph [model-specs/evidence/jetmoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -269,7 +269,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "jetmoe on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/jetmoe.yaml]; jetmoe on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/jetmoe.yaml]",
+            reason: "jetmoe on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/jetmoe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -307,7 +307,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "jetmoe on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/jetmoe.yaml]; jetmoe on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/jetmoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -316,7 +316,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "jetmoe on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/jetmoe.yaml]; jetmoe on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/jetmoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -338,7 +338,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "jetmoe on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]; jetmoe on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]",
+            reason: "jetmoe on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -348,7 +348,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -356,7 +356,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -364,7 +364,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -376,7 +376,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]; jetmoe on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -385,7 +385,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]; jetmoe on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -394,7 +394,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]; jetmoe on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -405,7 +405,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::KnownIssue {
-            reason: "jetmoe on webgpu with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 174 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]",
+            reason: "jetmoe on webgpu with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -416,7 +416,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "jetmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 726 µs (1%) [model-specs/evidence/jetmoe.yaml]; jetmoe on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 518 µs (6%) [model-specs/evidence/jetmoe.yaml]",
+            reason: "jetmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -426,7 +426,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 518 µs (6%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -434,7 +434,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 726 µs (1%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -442,7 +442,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 823 µs (0%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -454,7 +454,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 726 µs (1%) [model-specs/evidence/jetmoe.yaml]; jetmoe on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 518 µs (6%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -463,7 +463,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 726 µs (1%) [model-specs/evidence/jetmoe.yaml]; jetmoe on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 518 µs (6%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -472,7 +472,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 726 µs (1%) [model-specs/evidence/jetmoe.yaml]; jetmoe on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 518 µs (6%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -483,7 +483,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::KnownIssue {
-            reason: "jetmoe on webgpu with onnxruntime: generates failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×32 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1392 nodes (36%), 4735 µs (3%) [model-specs/evidence/jetmoe.yaml]",
+            reason: "jetmoe on webgpu with onnxruntime: generates failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×32 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -494,7 +494,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "jetmoe on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]; jetmoe on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]",
+            reason: "jetmoe on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -504,7 +504,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -512,7 +512,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -520,7 +520,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -532,7 +532,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]; jetmoe on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -541,7 +541,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]; jetmoe on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -550,7 +550,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "jetmoe on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]; jetmoe on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 167 nodes (36%), 0 µs (0%) [model-specs/evidence/jetmoe.yaml]",
+                    reason: "jetmoe on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Sign ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/jetmoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

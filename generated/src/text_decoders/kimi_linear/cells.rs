@@ -21,7 +21,7 @@ pub static CPU_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/kimi_linear.yaml]",
+            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/kimi_linear.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -48,7 +48,7 @@ pub static CUDA_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/kimi_linear.yaml]",
+            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/kimi_linear.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -72,7 +72,7 @@ pub static ROCM_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/kimi_linear.yaml]",
+            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/kimi_linear.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -96,7 +96,7 @@ pub static MPS_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/kimi_linear.yaml]",
+            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/kimi_linear.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -113,7 +113,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "kimi_linear on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model [model-specs/evidence/kimi_linear.yaml]; kimi_linear on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model [model-specs/evidence/kimi_linear.yaml]",
+            reason: "kimi_linear on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model [model-specs/evidence/kimi_linear.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -151,7 +151,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "kimi_linear on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model [model-specs/evidence/kimi_linear.yaml]; kimi_linear on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model [model-specs/evidence/kimi_linear.yaml]",
+                    reason: "kimi_linear on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_linear/model.onnx: This is an invalid model [model-specs/evidence/kimi_linear.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -162,7 +162,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/kimi_linear.yaml]",
+            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/kimi_linear.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -188,7 +188,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/kimi_linear.yaml]",
+            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/kimi_linear.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -198,7 +198,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "kimi_linear on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_linear/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kimi_linear.yaml]; kimi_linear on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_linear/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kimi_linear.yaml]",
+            reason: "kimi_linear on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_linear/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kimi_linear.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -236,7 +236,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "kimi_linear on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_linear/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kimi_linear.yaml]; kimi_linear on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_linear/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kimi_linear.yaml]",
+                    reason: "kimi_linear on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_linear/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kimi_linear.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -245,7 +245,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "kimi_linear on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_linear/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kimi_linear.yaml]; kimi_linear on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_linear/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kimi_linear.yaml]",
+                    reason: "kimi_linear on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_linear/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kimi_linear.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -256,7 +256,7 @@ pub static QNN_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/kimi_linear.yaml]",
+            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/kimi_linear.yaml]",
             stage: Stage::Reference,
         },
     )
@@ -272,7 +272,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "kimi_linear on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kimi_linear.yaml]; kimi_linear on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kimi_linear.yaml]",
+            reason: "kimi_linear on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kimi_linear.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -310,7 +310,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "kimi_linear on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kimi_linear.yaml]; kimi_linear on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kimi_linear.yaml]",
+                    reason: "kimi_linear on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kimi_linear.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -319,7 +319,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "kimi_linear on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kimi_linear.yaml]; kimi_linear on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kimi_linear.yaml]",
+                    reason: "kimi_linear on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kimi_linear.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -330,7 +330,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/kimi_linear.yaml]",
+            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/kimi_linear.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -351,7 +351,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/kimi_linear.yaml]",
+            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/kimi_linear.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -372,7 +372,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/kimi_linear.yaml]",
+            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/kimi_linear.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -393,7 +393,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/kimi_linear.yaml]",
+            reason: "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/kimi_linear.yaml]",
             stage: Stage::Reference,
         },
     );

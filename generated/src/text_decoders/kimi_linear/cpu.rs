@@ -17,7 +17,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
-        "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/kimi_linear.yaml]"
+        "not tested here: kimi_linear's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/kimi_linear.yaml]"
     );
 }
 /// kimi_linear on cpu with libtorch, device cpu: run.

@@ -123,7 +123,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "kolibri1 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/kolibri1.yaml]",
+                    reason: "kolibri1 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/kolibri1.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -138,7 +138,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "kolibri1 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/kolibri1/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kolibri1.yaml]; kolibri1 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/kolibri1/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kolibri1.yaml]",
+            reason: "kolibri1 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/kolibri1/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kolibri1.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -176,7 +176,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "kolibri1 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/kolibri1/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kolibri1.yaml]; kolibri1 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/kolibri1/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kolibri1.yaml]",
+                    reason: "kolibri1 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/kolibri1/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kolibri1.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -185,7 +185,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "kolibri1 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/kolibri1/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kolibri1.yaml]; kolibri1 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/kolibri1/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kolibri1.yaml]",
+                    reason: "kolibri1 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/kolibri1/model.onnx: Failed to compose Qnn graph [model-specs/evidence/kolibri1.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -213,7 +213,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "kolibri1 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kolibri1.yaml]; kolibri1 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kolibri1.yaml]",
+            reason: "kolibri1 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kolibri1.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -251,7 +251,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "kolibri1 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kolibri1.yaml]; kolibri1 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kolibri1.yaml]",
+                    reason: "kolibri1 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kolibri1.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -260,7 +260,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "kolibri1 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kolibri1.yaml]; kolibri1 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kolibri1.yaml]",
+                    reason: "kolibri1 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/kolibri1.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -282,7 +282,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "kolibri1 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 7 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/kolibri1.yaml]",
+            reason: "kolibri1 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 7 of 256 elements outside abs … + rel … [model-specs/evidence/kolibri1.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -296,7 +296,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "kolibri1 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 11 of 832 elements outside abs … + rel … (max abs error … [model-specs/evidence/kolibri1.yaml]",
+                    reason: "kolibri1 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 11 of 832 elements outside abs … + rel … [model-specs/evidence/kolibri1.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -308,7 +308,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "kolibri1 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 7 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/kolibri1.yaml]",
+                    reason: "kolibri1 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 11 of 832 elements outside abs … + rel … [model-specs/evidence/kolibri1.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -317,7 +317,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "kolibri1 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 7 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/kolibri1.yaml]",
+                    reason: "kolibri1 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 11 of 832 elements outside abs … + rel … [model-specs/evidence/kolibri1.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -326,7 +326,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "kolibri1 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 7 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/kolibri1.yaml]",
+                    reason: "kolibri1 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 11 of 832 elements outside abs … + rel … [model-specs/evidence/kolibri1.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -120,7 +120,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "laguna on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/laguna/model.onnx: Failed to compose Qnn graph [model-specs/evidence/laguna.yaml]; laguna on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/laguna/model.onnx: Failed to compose Qnn graph [model-specs/evidence/laguna.yaml]",
+            reason: "laguna on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/laguna/model.onnx: Failed to compose Qnn graph [model-specs/evidence/laguna.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -158,7 +158,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "laguna on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/laguna/model.onnx: Failed to compose Qnn graph [model-specs/evidence/laguna.yaml]; laguna on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/laguna/model.onnx: Failed to compose Qnn graph [model-specs/evidence/laguna.yaml]",
+                    reason: "laguna on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/laguna/model.onnx: Failed to compose Qnn graph [model-specs/evidence/laguna.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -167,7 +167,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "laguna on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/laguna/model.onnx: Failed to compose Qnn graph [model-specs/evidence/laguna.yaml]; laguna on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/laguna/model.onnx: Failed to compose Qnn graph [model-specs/evidence/laguna.yaml]",
+                    reason: "laguna on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/laguna/model.onnx: Failed to compose Qnn graph [model-specs/evidence/laguna.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -195,7 +195,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "laguna on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/laguna.yaml]; laguna on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/laguna.yaml]",
+            reason: "laguna on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/laguna.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -233,7 +233,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "laguna on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/laguna.yaml]; laguna on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/laguna.yaml]",
+                    reason: "laguna on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/laguna.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -242,7 +242,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "laguna on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/laguna.yaml]; laguna on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/laguna.yaml]",
+                    reason: "laguna on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/laguna.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -139,7 +139,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "lfm2 on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/lfm2.yaml]",
+                    reason: "lfm2 on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/lfm2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -182,7 +182,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "lfm2 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/lfm2.yaml]",
+            reason: "lfm2 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1 of 256 elements outside abs … + rel … [model-specs/evidence/lfm2.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -196,7 +196,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "lfm2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1 of 832 elements outside abs … + rel … (max abs error … [model-specs/evidence/lfm2.yaml]",
+                    reason: "lfm2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1 of 832 elements outside abs … + rel … [model-specs/evidence/lfm2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -208,7 +208,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "lfm2 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/lfm2.yaml]",
+                    reason: "lfm2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1 of 832 elements outside abs … + rel … [model-specs/evidence/lfm2.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -217,7 +217,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "lfm2 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/lfm2.yaml]",
+                    reason: "lfm2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1 of 832 elements outside abs … + rel … [model-specs/evidence/lfm2.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -226,7 +226,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "lfm2 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/lfm2.yaml]",
+                    reason: "lfm2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1 of 832 elements outside abs … + rel … [model-specs/evidence/lfm2.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

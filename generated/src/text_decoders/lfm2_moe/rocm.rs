@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::ROCM_ONNX, ignore =
-        "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/lfm2_moe.yaml]"
+        "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/lfm2_moe.yaml]"
     );
 }
 /// lfm2_moe on rocm with libtorch, device cuda: run.

@@ -10,22 +10,23 @@ mod browser {
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: lfm2_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 832 elements outside abs … + rel … (max abs error … [model-specs/evidence/lfm2_moe.yaml]"
+        "known issue: lfm2_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 832 elements outside abs … + rel … [model-specs/evidence/lfm2_moe.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, gate =
-        gate_webgpu
+        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+        "known issue: lfm2_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 832 elements outside abs … + rel … [model-specs/evidence/lfm2_moe.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, gate = gate_webgpu
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: lfm2_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 832 elements outside abs … + rel … [model-specs/evidence/lfm2_moe.yaml]"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, gate =
-        gate_webgpu
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: lfm2_moe on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 832 elements outside abs … + rel … [model-specs/evidence/lfm2_moe.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_BROWSER, ignore =
-        "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/lfm2_moe.yaml]"
+        "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/lfm2_moe.yaml]"
     );
 }
 /// lfm2_moe on webgpu with onnxruntime, WebGpuExecutionProvider: run.
@@ -46,7 +47,7 @@ mod native {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_NATIVE, ignore =
-        "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/lfm2_moe.yaml]"
+        "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/lfm2_moe.yaml]"
     );
 }
 /// lfm2_moe on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
@@ -70,7 +71,7 @@ mod firefox {
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_FIREFOX, ignore =
-        "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/lfm2_moe.yaml]"
+        "not tested here: lfm2_moe's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/lfm2_moe.yaml]"
     );
 }
 /// lfm2_moe's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

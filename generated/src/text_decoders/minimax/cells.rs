@@ -162,7 +162,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "minimax on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/minimax/model.onnx: Failed to compose Qnn graph [model-specs/evidence/minimax.yaml]; minimax on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/minimax/model.onnx: Failed to compose Qnn graph [model-specs/evidence/minimax.yaml]",
+            reason: "minimax on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/minimax/model.onnx: Failed to compose Qnn graph [model-specs/evidence/minimax.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -200,7 +200,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "minimax on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/minimax/model.onnx: Failed to compose Qnn graph [model-specs/evidence/minimax.yaml]; minimax on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/minimax/model.onnx: Failed to compose Qnn graph [model-specs/evidence/minimax.yaml]",
+                    reason: "minimax on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/minimax/model.onnx: Failed to compose Qnn graph [model-specs/evidence/minimax.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -209,7 +209,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "minimax on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/minimax/model.onnx: Failed to compose Qnn graph [model-specs/evidence/minimax.yaml]; minimax on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/minimax/model.onnx: Failed to compose Qnn graph [model-specs/evidence/minimax.yaml]",
+                    reason: "minimax on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/minimax/model.onnx: Failed to compose Qnn graph [model-specs/evidence/minimax.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -237,7 +237,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "minimax on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/minimax.yaml]; minimax on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/minimax.yaml]",
+            reason: "minimax on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/minimax.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -275,7 +275,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "minimax on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/minimax.yaml]; minimax on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/minimax.yaml]",
+                    reason: "minimax on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/minimax.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -284,7 +284,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "minimax on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/minimax.yaml]; minimax on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/minimax.yaml]",
+                    reason: "minimax on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/minimax.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

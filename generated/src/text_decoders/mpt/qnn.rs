@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: mpt on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 40 µs (0%) [model-specs/evidence/mpt.yaml]"
+        "known issue: mpt on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mpt.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =

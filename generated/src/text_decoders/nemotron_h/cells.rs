@@ -130,7 +130,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "nemotron_h on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model [model-specs/evidence/nemotron_h.yaml]; nemotron_h on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model [model-specs/evidence/nemotron_h.yaml]",
+            reason: "nemotron_h on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model [model-specs/evidence/nemotron_h.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -168,7 +168,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "nemotron_h on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model [model-specs/evidence/nemotron_h.yaml]; nemotron_h on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model [model-specs/evidence/nemotron_h.yaml]",
+                    reason: "nemotron_h on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model [model-specs/evidence/nemotron_h.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -217,7 +217,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "nemotron_h on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: Failed to finalize QNN graph [model-specs/evidence/nemotron_h.yaml]; nemotron_h on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: Failed to finalize QNN graph [model-specs/evidence/nemotron_h.yaml]",
+            reason: "nemotron_h on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: Failed to finalize QNN graph [model-specs/evidence/nemotron_h.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -255,7 +255,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "nemotron_h on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: Failed to finalize QNN graph [model-specs/evidence/nemotron_h.yaml]; nemotron_h on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: Failed to finalize QNN graph [model-specs/evidence/nemotron_h.yaml]",
+                    reason: "nemotron_h on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: Failed to finalize QNN graph [model-specs/evidence/nemotron_h.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -264,7 +264,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "nemotron_h on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: Failed to finalize QNN graph [model-specs/evidence/nemotron_h.yaml]; nemotron_h on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: Failed to finalize QNN graph [model-specs/evidence/nemotron_h.yaml]",
+                    reason: "nemotron_h on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: Failed to finalize QNN graph [model-specs/evidence/nemotron_h.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -292,7 +292,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "nemotron_h on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/nemotron_h.yaml]; nemotron_h on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/nemotron_h.yaml]",
+            reason: "nemotron_h on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/nemotron_h.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -330,7 +330,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "nemotron_h on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/nemotron_h.yaml]; nemotron_h on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/nemotron_h.yaml]",
+                    reason: "nemotron_h on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/nemotron_h.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -339,7 +339,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "nemotron_h on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/nemotron_h.yaml]; nemotron_h on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/nemotron_h.yaml]",
+                    reason: "nemotron_h on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/nemotron_h.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -34,7 +34,7 @@ pub static CPU_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/olmo_hybrid.yaml]",
+            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/olmo_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -61,7 +61,7 @@ pub static CUDA_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/olmo_hybrid.yaml]",
+            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/olmo_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -85,7 +85,7 @@ pub static ROCM_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/olmo_hybrid.yaml]",
+            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/olmo_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -109,7 +109,7 @@ pub static MPS_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/olmo_hybrid.yaml]",
+            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/olmo_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -126,7 +126,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "olmo_hybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 14 µs (0%) [model-specs/evidence/olmo_hybrid.yaml]; olmo_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 16 µs (0%) [model-specs/evidence/olmo_hybrid.yaml]",
+            reason: "olmo_hybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/olmo_hybrid.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -136,7 +136,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "olmo_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 16 µs (0%) [model-specs/evidence/olmo_hybrid.yaml]",
+                    reason: "olmo_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/olmo_hybrid.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -144,7 +144,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "olmo_hybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 14 µs (0%) [model-specs/evidence/olmo_hybrid.yaml]",
+                    reason: "olmo_hybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/olmo_hybrid.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -152,7 +152,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "olmo_hybrid on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 14 µs (0%) [model-specs/evidence/olmo_hybrid.yaml]",
+                    reason: "olmo_hybrid on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/olmo_hybrid.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -164,7 +164,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "olmo_hybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 14 µs (0%) [model-specs/evidence/olmo_hybrid.yaml]; olmo_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (33%), 16 µs (0%) [model-specs/evidence/olmo_hybrid.yaml]",
+                    reason: "olmo_hybrid on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/olmo_hybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -175,7 +175,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/olmo_hybrid.yaml]",
+            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/olmo_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -201,7 +201,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/olmo_hybrid.yaml]",
+            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/olmo_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -211,7 +211,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "olmo_hybrid on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/olmo_hybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/olmo_hybrid.yaml]; olmo_hybrid on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/olmo_hybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/olmo_hybrid.yaml]",
+            reason: "olmo_hybrid on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/olmo_hybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/olmo_hybrid.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -249,7 +249,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "olmo_hybrid on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/olmo_hybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/olmo_hybrid.yaml]; olmo_hybrid on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/olmo_hybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/olmo_hybrid.yaml]",
+                    reason: "olmo_hybrid on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/olmo_hybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/olmo_hybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -258,7 +258,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "olmo_hybrid on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/olmo_hybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/olmo_hybrid.yaml]; olmo_hybrid on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/olmo_hybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/olmo_hybrid.yaml]",
+                    reason: "olmo_hybrid on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/olmo_hybrid/model.onnx: Failed to finalize QNN graph [model-specs/evidence/olmo_hybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -269,7 +269,7 @@ pub static QNN_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/olmo_hybrid.yaml]",
+            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/olmo_hybrid.yaml]",
             stage: Stage::Reference,
         },
     )
@@ -285,7 +285,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "olmo_hybrid on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/olmo_hybrid.yaml]; olmo_hybrid on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/olmo_hybrid.yaml]",
+            reason: "olmo_hybrid on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/olmo_hybrid.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -323,7 +323,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "olmo_hybrid on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/olmo_hybrid.yaml]; olmo_hybrid on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/olmo_hybrid.yaml]",
+                    reason: "olmo_hybrid on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/olmo_hybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -332,7 +332,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "olmo_hybrid on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/olmo_hybrid.yaml]; olmo_hybrid on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/olmo_hybrid.yaml]",
+                    reason: "olmo_hybrid on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/olmo_hybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -343,7 +343,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/olmo_hybrid.yaml]",
+            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/olmo_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -353,7 +353,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "olmo_hybrid on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 3 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/olmo_hybrid.yaml]",
+            reason: "olmo_hybrid on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 3 of 256 elements outside abs … + rel … [model-specs/evidence/olmo_hybrid.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -367,7 +367,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "olmo_hybrid on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 7 of 832 elements outside abs … + rel … (max abs error … [model-specs/evidence/olmo_hybrid.yaml]",
+                    reason: "olmo_hybrid on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 7 of 832 elements outside abs … + rel … [model-specs/evidence/olmo_hybrid.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -379,7 +379,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "olmo_hybrid on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 3 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/olmo_hybrid.yaml]",
+                    reason: "olmo_hybrid on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 7 of 832 elements outside abs … + rel … [model-specs/evidence/olmo_hybrid.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -388,7 +388,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "olmo_hybrid on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 3 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/olmo_hybrid.yaml]",
+                    reason: "olmo_hybrid on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 7 of 832 elements outside abs … + rel … [model-specs/evidence/olmo_hybrid.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -397,7 +397,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "olmo_hybrid on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 3 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/olmo_hybrid.yaml]",
+                    reason: "olmo_hybrid on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 7 of 832 elements outside abs … + rel … [model-specs/evidence/olmo_hybrid.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -408,7 +408,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/olmo_hybrid.yaml]",
+            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/olmo_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -429,7 +429,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/olmo_hybrid.yaml]",
+            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/olmo_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -450,7 +450,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/olmo_hybrid.yaml]",
+            reason: "not tested here: olmo_hybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/olmo_hybrid.yaml]",
             stage: Stage::Reference,
         },
     );

@@ -133,7 +133,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "phimoe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/phimoe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/phimoe.yaml]; phimoe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/phimoe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/phimoe.yaml]",
+            reason: "phimoe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/phimoe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/phimoe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -171,7 +171,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "phimoe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/phimoe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/phimoe.yaml]; phimoe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/phimoe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/phimoe.yaml]",
+                    reason: "phimoe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/phimoe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/phimoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -180,7 +180,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "phimoe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/phimoe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/phimoe.yaml]; phimoe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/phimoe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/phimoe.yaml]",
+                    reason: "phimoe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/phimoe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/phimoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -208,7 +208,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "phimoe on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/phimoe.yaml]; phimoe on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/phimoe.yaml]",
+            reason: "phimoe on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/phimoe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -246,7 +246,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "phimoe on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/phimoe.yaml]; phimoe on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/phimoe.yaml]",
+                    reason: "phimoe on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/phimoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -255,7 +255,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "phimoe on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/phimoe.yaml]; phimoe on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/phimoe.yaml]",
+                    reason: "phimoe on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/phimoe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

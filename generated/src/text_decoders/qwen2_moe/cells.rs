@@ -125,7 +125,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "qwen2_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/qwen2_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen2_moe.yaml]; qwen2_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/qwen2_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen2_moe.yaml]",
+            reason: "qwen2_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/qwen2_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen2_moe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -163,7 +163,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen2_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/qwen2_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen2_moe.yaml]; qwen2_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/qwen2_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen2_moe.yaml]",
+                    reason: "qwen2_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/qwen2_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen2_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -172,7 +172,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen2_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/qwen2_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen2_moe.yaml]; qwen2_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/qwen2_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen2_moe.yaml]",
+                    reason: "qwen2_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/qwen2_moe/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen2_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -200,7 +200,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "qwen2_moe on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen2_moe.yaml]; qwen2_moe on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen2_moe.yaml]",
+            reason: "qwen2_moe on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen2_moe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -238,7 +238,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen2_moe on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen2_moe.yaml]; qwen2_moe on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen2_moe.yaml]",
+                    reason: "qwen2_moe on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen2_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -247,7 +247,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen2_moe on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen2_moe.yaml]; qwen2_moe on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen2_moe.yaml]",
+                    reason: "qwen2_moe on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen2_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -258,7 +258,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::KnownIssue {
-            reason: "qwen2_moe on webnn with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%) [model-specs/evidence/qwen2_moe.yaml]",
+            reason: "qwen2_moe on webnn with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/qwen2_moe.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },

@@ -89,7 +89,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "qwen3_5_moe_text on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_13 node [model-specs/evidence/qwen3_5_moe_text.yaml]; qwen3_5_moe_text on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_13 node [model-specs/evidence/qwen3_5_moe_text.yaml]",
+            reason: "qwen3_5_moe_text on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_13 node [model-specs/evidence/qwen3_5_moe_text.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -127,7 +127,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "qwen3_5_moe_text on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_13 node [model-specs/evidence/qwen3_5_moe_text.yaml]; qwen3_5_moe_text on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_13 node [model-specs/evidence/qwen3_5_moe_text.yaml]",
+                    reason: "qwen3_5_moe_text on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_13 node [model-specs/evidence/qwen3_5_moe_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -174,7 +174,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "qwen3_5_moe_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_moe_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe_text.yaml]; qwen3_5_moe_text on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_moe_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe_text.yaml]",
+            reason: "qwen3_5_moe_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_moe_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe_text.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -212,7 +212,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen3_5_moe_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_moe_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe_text.yaml]; qwen3_5_moe_text on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_moe_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe_text.yaml]",
+                    reason: "qwen3_5_moe_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_moe_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -221,7 +221,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen3_5_moe_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_moe_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe_text.yaml]; qwen3_5_moe_text on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_moe_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe_text.yaml]",
+                    reason: "qwen3_5_moe_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_moe_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -249,7 +249,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "qwen3_5_moe_text on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_5_moe_text.yaml]; qwen3_5_moe_text on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_5_moe_text.yaml]",
+            reason: "qwen3_5_moe_text on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_5_moe_text.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -287,7 +287,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen3_5_moe_text on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_5_moe_text.yaml]; qwen3_5_moe_text on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_5_moe_text.yaml]",
+                    reason: "qwen3_5_moe_text on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_5_moe_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -296,7 +296,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen3_5_moe_text on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_5_moe_text.yaml]; qwen3_5_moe_text on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_5_moe_text.yaml]",
+                    reason: "qwen3_5_moe_text on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_5_moe_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -21,7 +21,7 @@ pub static CPU_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/qwen3_5_text.yaml]",
+            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/qwen3_5_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -48,7 +48,7 @@ pub static CUDA_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/qwen3_5_text.yaml]",
+            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/qwen3_5_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -72,7 +72,7 @@ pub static ROCM_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/qwen3_5_text.yaml]",
+            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/qwen3_5_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -96,7 +96,7 @@ pub static MPS_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/qwen3_5_text.yaml]",
+            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/qwen3_5_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -113,7 +113,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "qwen3_5_text on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran… [model-specs/evidence/qwen3_5_text.yaml]; qwen3_5_text on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran… [model-specs/evidence/qwen3_5_text.yaml]",
+            reason: "qwen3_5_text on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran… [model-specs/evidence/qwen3_5_text.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -151,7 +151,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "qwen3_5_text on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran… [model-specs/evidence/qwen3_5_text.yaml]; qwen3_5_text on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran… [model-specs/evidence/qwen3_5_text.yaml]",
+                    reason: "qwen3_5_text on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on CPUExecutionProvider ran… [model-specs/evidence/qwen3_5_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -162,7 +162,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/qwen3_5_text.yaml]",
+            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/qwen3_5_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -188,7 +188,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/qwen3_5_text.yaml]",
+            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/qwen3_5_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -198,7 +198,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "qwen3_5_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_5_text.yaml]; qwen3_5_text on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_5_text.yaml]",
+            reason: "qwen3_5_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_5_text.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -236,7 +236,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen3_5_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_5_text.yaml]; qwen3_5_text on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_5_text.yaml]",
+                    reason: "qwen3_5_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_5_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -245,7 +245,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen3_5_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_5_text.yaml]; qwen3_5_text on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_5_text.yaml]",
+                    reason: "qwen3_5_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_5_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_5_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -256,7 +256,7 @@ pub static QNN_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/qwen3_5_text.yaml]",
+            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/qwen3_5_text.yaml]",
             stage: Stage::Reference,
         },
     )
@@ -272,7 +272,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "qwen3_5_text on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/qwen3_5_text.yaml]; qwen3_5_text on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/qwen3_5_text.yaml]",
+            reason: "qwen3_5_text on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/qwen3_5_text.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -310,7 +310,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen3_5_text on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/qwen3_5_text.yaml]; qwen3_5_text on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/qwen3_5_text.yaml]",
+                    reason: "qwen3_5_text on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/qwen3_5_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -319,7 +319,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen3_5_text on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/qwen3_5_text.yaml]; qwen3_5_text on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/qwen3_5_text.yaml]",
+                    reason: "qwen3_5_text on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/qwen3_5_text.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -330,7 +330,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/qwen3_5_text.yaml]",
+            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/qwen3_5_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -351,7 +351,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/qwen3_5_text.yaml]",
+            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/qwen3_5_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -372,7 +372,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/qwen3_5_text.yaml]",
+            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/qwen3_5_text.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -393,7 +393,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/qwen3_5_text.yaml]",
+            reason: "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/qwen3_5_text.yaml]",
             stage: Stage::Reference,
         },
     );

@@ -10,7 +10,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::MPS_ONNX, ignore =
-        "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/qwen3_5_text.yaml]"
+        "not tested here: qwen3_5_text's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/qwen3_5_text.yaml]"
     );
 }
 /// qwen3_5_text on mps with libtorch, device mps: run.

@@ -89,7 +89,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "qwen3_next on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×10 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, TopK ×2… [model-specs/evidence/qwen3_next.yaml]; qwen3_next on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×10 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, TopK ×2… [model-specs/evidence/qwen3_next.yaml]",
+            reason: "qwen3_next on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×10 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, TopK ×2… [model-specs/evidence/qwen3_next.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -127,7 +127,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "qwen3_next on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×10 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, TopK ×2… [model-specs/evidence/qwen3_next.yaml]; qwen3_next on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×10 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, TopK ×2… [model-specs/evidence/qwen3_next.yaml]",
+                    reason: "qwen3_next on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×10 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, TopK ×2… [model-specs/evidence/qwen3_next.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -138,7 +138,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::KnownIssue {
-            reason: "qwen3_next on openvino with onnxruntime: generates failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/qwen3_next.yaml]",
+            reason: "qwen3_next on openvino with onnxruntime: generates failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/qwen3_next.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -174,7 +174,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "qwen3_next on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_next/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_next.yaml]; qwen3_next on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_next/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_next.yaml]",
+            reason: "qwen3_next on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_next/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_next.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -212,7 +212,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen3_next on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_next/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_next.yaml]; qwen3_next on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_next/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_next.yaml]",
+                    reason: "qwen3_next on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_next/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_next.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -221,7 +221,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen3_next on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_next/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_next.yaml]; qwen3_next on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_next/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_next.yaml]",
+                    reason: "qwen3_next on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/qwen3_next/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_next.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -249,7 +249,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "qwen3_next on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_next.yaml]; qwen3_next on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_next.yaml]",
+            reason: "qwen3_next on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_next.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -287,7 +287,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen3_next on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_next.yaml]; qwen3_next on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_next.yaml]",
+                    reason: "qwen3_next on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_next.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -296,7 +296,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen3_next on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_next.yaml]; qwen3_next on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_next.yaml]",
+                    reason: "qwen3_next on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on CPUExecutionProvider… [model-specs/evidence/qwen3_next.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

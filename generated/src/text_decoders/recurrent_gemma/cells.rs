@@ -44,7 +44,7 @@ pub static CPU_TORCH: Cell = Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_TORCH,
         Planned::KnownIssue {
-            reason: "recurrent_gemma on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative' [model-specs/evidence/recurrent_gemma.yaml]; recurrent_gemma on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative' [model-specs/evidence/recurrent_gemma.yaml]",
+            reason: "recurrent_gemma on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative' [model-specs/evidence/recurrent_gemma.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Export),
         },
@@ -164,7 +164,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "recurrent_gemma on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 42 µs (1%) [model-specs/evidence/recurrent_gemma.yaml]",
+                    reason: "recurrent_gemma on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/recurrent_gemma.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -252,7 +252,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "recurrent_gemma on webnn with browser: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Clip ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (17%), 0 µs (0%) [model-specs/evidence/recurrent_gemma.yaml]",
+                    reason: "recurrent_gemma on webnn with browser: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Clip ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/recurrent_gemma.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -279,7 +279,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "recurrent_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 5 of 832 elements outside abs … + rel … (max abs error … [model-specs/evidence/recurrent_gemma.yaml]",
+                    reason: "recurrent_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 5 of 832 elements outside abs … + rel … [model-specs/evidence/recurrent_gemma.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -288,9 +288,33 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "recurrent_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 5 of 832 elements outside abs … + rel … [model-specs/evidence/recurrent_gemma.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "recurrent_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 5 of 832 elements outside abs … + rel … [model-specs/evidence/recurrent_gemma.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "recurrent_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 5 of 832 elements outside abs … + rel … [model-specs/evidence/recurrent_gemma.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     )
     .with_generation(

@@ -21,7 +21,7 @@ mod onnx {
         "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`) [model-specs/evidence/recurrent_gemma.yaml]"
     );
 }
-/// recurrent_gemma on cpu with libtorch, device cpu: known-issue (recurrent_gemma on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative' [model-specs/evidence/recurrent_gemma.yaml]; recurrent_gemma on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative' [model-specs/evidence/recurrent_gemma.yaml]).
+/// recurrent_gemma on cpu with libtorch, device cpu: known-issue (recurrent_gemma on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative' [model-specs/evidence/recurrent_gemma.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated text_decoders::recurrent_gemma::cpu::torch::`.
 mod torch {

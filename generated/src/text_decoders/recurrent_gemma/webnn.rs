@@ -11,7 +11,7 @@ mod browser {
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: recurrent_gemma on webnn with browser: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Clip ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (17%), 0 µs (0%) [model-specs/evidence/recurrent_gemma.yaml]"
+        "known issue: recurrent_gemma on webnn with browser: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Clip ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/recurrent_gemma.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =

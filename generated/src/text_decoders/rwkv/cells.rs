@@ -18,7 +18,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "rwkv on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/rwkv.yaml]",
+                    reason: "rwkv on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/rwkv.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -218,7 +218,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "rwkv on webnn with browser: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Pad ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%) [model-specs/evidence/rwkv.yaml]",
+                    reason: "rwkv on webnn with browser: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Pad ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/rwkv.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -253,7 +253,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "rwkv on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/rwkv.yaml]",
+                    reason: "rwkv on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/rwkv.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -289,7 +289,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "rwkv on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/rwkv.yaml]",
+                    reason: "rwkv on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/rwkv.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -298,7 +298,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "rwkv on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/rwkv.yaml]",
+                    reason: "rwkv on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/rwkv.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

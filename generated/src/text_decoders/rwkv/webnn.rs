@@ -11,7 +11,7 @@ mod browser {
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: rwkv on webnn with browser: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Pad ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (19%), 0 µs (0%) [model-specs/evidence/rwkv.yaml]"
+        "known issue: rwkv on webnn with browser: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Pad ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/rwkv.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =

@@ -156,7 +156,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "xlnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (68%), 356 µs (1%) [model-specs/evidence/xlnet.yaml]; xlnet on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (68%), 322 µs (1%) [model-specs/evidence/xlnet.yaml]",
+            reason: "xlnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -166,7 +166,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "xlnet on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (68%), 322 µs (1%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -174,7 +174,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "xlnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (68%), 356 µs (1%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -182,7 +182,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "xlnet on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (68%), 199 µs (0%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -194,7 +194,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "xlnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (68%), 356 µs (1%) [model-specs/evidence/xlnet.yaml]; xlnet on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (68%), 322 µs (1%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -203,7 +203,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "xlnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (68%), 356 µs (1%) [model-specs/evidence/xlnet.yaml]; xlnet on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 15 nodes (68%), 322 µs (1%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×15 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -230,7 +230,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "xlnet on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'matmul' on 'MLGraphBuilder': [/model/layer.0/rel_attn/Einsum_8_matmul] The number of columns (32)… [model-specs/evidence/xlnet.yaml]; xlnet on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'matmul' on 'MLGraphBuilder': [/model/layer.0/rel_attn/Einsum_8_matmul] The number of columns (32)… [model-specs/evidence/xlnet.yaml]",
+            reason: "xlnet on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'matmul' on 'MLGraphBuilder': [/model/layer.0/rel_attn/Einsum_8_matmul] The number of columns (32)… [model-specs/evidence/xlnet.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -268,7 +268,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "xlnet on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'matmul' on 'MLGraphBuilder': [/model/layer.0/rel_attn/Einsum_8_matmul] The number of columns (32)… [model-specs/evidence/xlnet.yaml]; xlnet on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'matmul' on 'MLGraphBuilder': [/model/layer.0/rel_attn/Einsum_8_matmul] The number of columns (32)… [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'matmul' on 'MLGraphBuilder': [/model/layer.0/rel_attn/Einsum_8_matmul] The number of columns (32)… [model-specs/evidence/xlnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -277,7 +277,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "xlnet on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'matmul' on 'MLGraphBuilder': [/model/layer.0/rel_attn/Einsum_8_matmul] The number of columns (32)… [model-specs/evidence/xlnet.yaml]; xlnet on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'matmul' on 'MLGraphBuilder': [/model/layer.0/rel_attn/Einsum_8_matmul] The number of columns (32)… [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'matmul' on 'MLGraphBuilder': [/model/layer.0/rel_attn/Einsum_8_matmul] The number of columns (32)… [model-specs/evidence/xlnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -298,7 +298,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "xlnet on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]; xlnet on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]",
+            reason: "xlnet on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -308,7 +308,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "xlnet on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -316,7 +316,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "xlnet on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -324,7 +324,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "xlnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -336,7 +336,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "xlnet on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]; xlnet on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -345,7 +345,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "xlnet on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]; xlnet on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -354,7 +354,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "xlnet on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]; xlnet on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -375,7 +375,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "xlnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 164 µs (1%) [model-specs/evidence/xlnet.yaml]; xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 143 µs (14%) [model-specs/evidence/xlnet.yaml]",
+            reason: "xlnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -385,7 +385,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 143 µs (14%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -393,7 +393,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "xlnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 164 µs (1%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -401,7 +401,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "xlnet on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 254 µs (0%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -413,7 +413,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "xlnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 164 µs (1%) [model-specs/evidence/xlnet.yaml]; xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 143 µs (14%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -422,7 +422,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "xlnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 164 µs (1%) [model-specs/evidence/xlnet.yaml]; xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 143 µs (14%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -431,7 +431,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "xlnet on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 164 µs (1%) [model-specs/evidence/xlnet.yaml]; xlnet on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 143 µs (14%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -452,7 +452,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "xlnet on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]; xlnet on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]",
+            reason: "xlnet on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -462,7 +462,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "xlnet on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -470,7 +470,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "xlnet on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -478,7 +478,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "xlnet on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -490,7 +490,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "xlnet on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]; xlnet on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -499,7 +499,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "xlnet on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]; xlnet on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -508,7 +508,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "xlnet on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]; xlnet on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 48 nodes (36%), 0 µs (0%) [model-specs/evidence/xlnet.yaml]",
+                    reason: "xlnet on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: EyeLike ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xlnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

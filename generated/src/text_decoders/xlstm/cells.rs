@@ -22,12 +22,33 @@ pub static CPU_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(
-                Precision::Int8Avx2,
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "xlstm on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/xlstm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Int8Avx2,
+                Planned::KnownIssue {
+                    reason: "xlstm on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/xlstm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "xlstm on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/xlstm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     )
     .with_generation(
@@ -151,7 +172,17 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         ],
     )
     .with_precision_checks(
-        &[PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85))],
+        &[
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "xlstm on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 13, 32] (batch=2, sequence=13, hidden=32) [model-specs/evidence/xlstm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+        ],
     )
     .with_generation(
         &super::GENERATION,
@@ -181,12 +212,22 @@ pub static OPENVINO_OV: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt8,
+                Planned::KnownIssue {
+                    reason: "xlstm on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 13, 32] (batch=2, sequence=13, hidden=32) [model-specs/evidence/xlstm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt4,
+                Planned::KnownIssue {
+                    reason: "xlstm on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 13, 32] (batch=2, sequence=13, hidden=32) [model-specs/evidence/xlstm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
         ],
@@ -219,8 +260,24 @@ pub static QNN_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Qdq8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
+            PrecisionCheck::new(
+                Precision::Qdq8,
+                Planned::KnownIssue {
+                    reason: "xlstm on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/xlstm/model.onnx: Node (/model/blocks.0/mlstm_layer/Reshape_3) Op (Reshape) [ShapeInferenceError] Dimension could not be inferred… [model-specs/evidence/xlstm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "xlstm on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/xlstm/model.onnx: Node (/model/blocks.0/mlstm_layer/Reshape_3) Op (Reshape) [ShapeInferenceError] Dimension could not be inferred… [model-specs/evidence/xlstm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
         ],
     )
     .with_generation(
@@ -257,8 +314,24 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Qdq8, AgreementBound::new(0.98, 0.1, 0.85)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "xlstm on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/xlstm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Qdq8,
+                Planned::KnownIssue {
+                    reason: "xlstm on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/xlstm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
         ],
     )
     .with_generation(
@@ -289,9 +362,33 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "xlstm on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/xlstm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "xlstm on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/xlstm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "xlstm on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/xlstm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     )
     .with_generation(
@@ -322,9 +419,33 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "xlstm on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/xlstm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "xlstm on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/xlstm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "xlstm on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/xlstm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     )
     .with_generation(
@@ -340,7 +461,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::NotTested {
-            reason: "not tested here: xlstm on webgpu with firefox: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/xlstm.yaml]; xlstm on webgpu with firefox: runs failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/xlstm.yaml]",
+            reason: "not tested here: xlstm on webgpu with firefox: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/xlstm.yaml] (the store also holds runs)",
             stage: Stage::Run,
         },
     )
@@ -374,25 +495,28 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &[
             PrecisionCheck::new(
                 Precision::Fp16,
-                Planned::NotTested {
-                    reason: "not tested here: xlstm on webgpu with firefox: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/xlstm.yaml]; xlstm on webgpu with firefox: runs failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/xlstm.yaml]",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "xlstm on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/xlstm.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
             ),
             PrecisionCheck::new(
                 Precision::Q4,
-                Planned::NotTested {
-                    reason: "not tested here: xlstm on webgpu with firefox: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/xlstm.yaml]; xlstm on webgpu with firefox: runs failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/xlstm.yaml]",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "xlstm on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/xlstm.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::NotTested {
-                    reason: "not tested here: xlstm on webgpu with firefox: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/xlstm.yaml]; xlstm on webgpu with firefox: runs failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/xlstm.yaml]",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "xlstm on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/xlstm.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),

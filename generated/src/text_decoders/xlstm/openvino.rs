@@ -13,8 +13,8 @@ mod onnx {
         "known issue: xlstm on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 13, 32] (batch=2, sequence=13, hidden=32) [model-specs/evidence/xlstm.yaml]"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
-        gate_openvino
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: xlstm on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 13, 32] (batch=2, sequence=13, hidden=32) [model-specs/evidence/xlstm.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_ONNX, ignore =
@@ -34,12 +34,12 @@ mod ov {
         "known issue: xlstm on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 13, 32] (batch=2, sequence=13, hidden=32) [model-specs/evidence/xlstm.yaml]"
     );
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: xlstm on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 13, 32] (batch=2, sequence=13, hidden=32) [model-specs/evidence/xlstm.yaml]"
     );
     runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
-        gate_openvino
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: xlstm on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 13, 32] (batch=2, sequence=13, hidden=32) [model-specs/evidence/xlstm.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_OV, ignore =

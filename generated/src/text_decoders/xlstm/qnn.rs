@@ -13,10 +13,12 @@ mod onnx {
         "known issue: xlstm on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/xlstm/model.onnx: Node (/model/blocks.0/mlstm_layer/Reshape_3) Op (Reshape) [ShapeInferenceError] Dimension could not be inferred… [model-specs/evidence/xlstm.yaml]"
     );
     runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, gate = gate_qnn
+        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+        "known issue: xlstm on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/xlstm/model.onnx: Node (/model/blocks.0/mlstm_layer/Reshape_3) Op (Reshape) [ShapeInferenceError] Dimension could not be inferred… [model-specs/evidence/xlstm.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: xlstm on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/xlstm/model.onnx: Node (/model/blocks.0/mlstm_layer/Reshape_3) Op (Reshape) [ShapeInferenceError] Dimension could not be inferred… [model-specs/evidence/xlstm.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::QNN_ONNX, ignore =

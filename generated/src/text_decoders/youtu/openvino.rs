@@ -22,7 +22,7 @@ mod ov {
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: youtu on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/youtu.yaml]"
+        "known issue: youtu on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/youtu.yaml]"
     );
     runtime::generation_test!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
 }

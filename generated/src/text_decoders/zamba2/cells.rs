@@ -21,7 +21,7 @@ pub static CPU_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/zamba2.yaml]",
+            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/zamba2.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -48,7 +48,7 @@ pub static CUDA_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/zamba2.yaml]",
+            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/zamba2.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -72,7 +72,7 @@ pub static ROCM_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/zamba2.yaml]",
+            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/zamba2.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -96,7 +96,7 @@ pub static MPS_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/zamba2.yaml]",
+            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/zamba2.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -113,7 +113,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "zamba2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/zamba2.yaml]; zamba2 on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/zamba2.yaml]",
+            reason: "zamba2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/zamba2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -123,7 +123,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "zamba2 on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/zamba2.yaml]",
+                    reason: "zamba2 on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/zamba2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -131,7 +131,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "zamba2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/zamba2.yaml]",
+                    reason: "zamba2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/zamba2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -139,7 +139,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "zamba2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 48 µs (0%) [model-specs/evidence/zamba2.yaml]",
+                    reason: "zamba2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/zamba2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -151,7 +151,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "zamba2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/zamba2.yaml]; zamba2 on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 15 µs (0%) [model-specs/evidence/zamba2.yaml]",
+                    reason: "zamba2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/zamba2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -162,7 +162,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/zamba2.yaml]",
+            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/zamba2.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -188,7 +188,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/zamba2.yaml]",
+            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/zamba2.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -198,7 +198,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "zamba2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/zamba2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/zamba2.yaml]; zamba2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/zamba2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/zamba2.yaml]",
+            reason: "zamba2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/zamba2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/zamba2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -236,7 +236,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "zamba2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/zamba2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/zamba2.yaml]; zamba2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/zamba2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/zamba2.yaml]",
+                    reason: "zamba2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/zamba2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/zamba2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -245,7 +245,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "zamba2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/zamba2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/zamba2.yaml]; zamba2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/zamba2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/zamba2.yaml]",
+                    reason: "zamba2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/zamba2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/zamba2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -256,7 +256,7 @@ pub static QNN_ONNX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/zamba2.yaml]",
+            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/zamba2.yaml]",
             stage: Stage::Reference,
         },
     )
@@ -282,7 +282,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/zamba2.yaml]",
+            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/zamba2.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -303,7 +303,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/zamba2.yaml]",
+            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/zamba2.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -324,7 +324,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/zamba2.yaml]",
+            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/zamba2.yaml]",
             stage: Stage::Reference,
         },
     );
@@ -345,7 +345,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::NotTested {
-            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/zamba2.yaml]",
+            reason: "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/zamba2.yaml]",
             stage: Stage::Reference,
         },
     );

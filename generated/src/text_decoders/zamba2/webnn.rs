@@ -15,6 +15,6 @@ mod browser {
     );
     runtime::generation_test!(
         super::super::cells::WEBNN_BROWSER, ignore =
-        "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/zamba2.yaml]"
+        "not tested here: zamba2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/zamba2.yaml]"
     );
 }

@@ -91,7 +91,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "convbert on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (44%), 93 µs (0%) [model-specs/evidence/convbert.yaml]",
+                    reason: "convbert on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/convbert.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -139,8 +139,24 @@ pub static QNN_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Qdq8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
+            PrecisionCheck::new(
+                Precision::Qdq8,
+                Planned::KnownIssue {
+                    reason: "convbert on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node [model-specs/evidence/convbert.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "convbert on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node [model-specs/evidence/convbert.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
         ],
     )
     .computing_float32_in(

@@ -13,9 +13,11 @@ mod onnx {
         "known issue: convbert on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node [model-specs/evidence/convbert.yaml]"
     );
     runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, gate = gate_qnn
+        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+        "known issue: convbert on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node [model-specs/evidence/convbert.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: convbert on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17117203764398475109_1 node [model-specs/evidence/convbert.yaml]"
     );
 }

@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "fnet on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 55 µs (3%) [model-specs/evidence/fnet.yaml]; fnet on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 56 µs (3%) [model-specs/evidence/fnet.yaml]",
+            reason: "fnet on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fnet.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "fnet on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 56 µs (3%) [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -116,7 +116,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "fnet on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 55 µs (3%) [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -124,7 +124,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "fnet on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 220 µs (9%) [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -136,7 +136,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "fnet on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 55 µs (3%) [model-specs/evidence/fnet.yaml]; fnet on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 56 µs (3%) [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -169,7 +169,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "fnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 71 µs (0%) [model-specs/evidence/fnet.yaml]; fnet on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 97 µs (0%) [model-specs/evidence/fnet.yaml]",
+            reason: "fnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fnet.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -179,7 +179,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "fnet on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 97 µs (0%) [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -187,7 +187,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "fnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 71 µs (0%) [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -195,7 +195,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "fnet on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 191 µs (1%) [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -207,7 +207,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "fnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 71 µs (0%) [model-specs/evidence/fnet.yaml]; fnet on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 97 µs (0%) [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -216,7 +216,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "fnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 71 µs (0%) [model-specs/evidence/fnet.yaml]; fnet on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (57%), 97 µs (0%) [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -236,7 +236,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "fnet on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 0 µs (0%) [model-specs/evidence/fnet.yaml]; fnet on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 0 µs (0%) [model-specs/evidence/fnet.yaml]",
+            reason: "fnet on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fnet.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -246,7 +246,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "fnet on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 0 µs (0%) [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -254,7 +254,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "fnet on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 0 µs (0%) [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -262,7 +262,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "fnet on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 0 µs (0%) [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -274,7 +274,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "fnet on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 0 µs (0%) [model-specs/evidence/fnet.yaml]; fnet on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 0 µs (0%) [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -283,7 +283,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "fnet on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 0 µs (0%) [model-specs/evidence/fnet.yaml]; fnet on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes (36%), 0 µs (0%) [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: DFT ×4 on CPUExecutionProvider ran elsewhere [model-specs/evidence/fnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -297,7 +297,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "fnet on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 13 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/fnet.yaml]",
+            reason: "fnet on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 13 of 256 elements outside abs … + rel … [model-specs/evidence/fnet.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -311,7 +311,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "fnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 66 of 832 elements outside abs … + rel … (max abs error … [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 66 of 832 elements outside abs … + rel … [model-specs/evidence/fnet.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -323,7 +323,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "fnet on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 13 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 66 of 832 elements outside abs … + rel … [model-specs/evidence/fnet.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -332,7 +332,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "fnet on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 13 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 66 of 832 elements outside abs … + rel … [model-specs/evidence/fnet.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -341,7 +341,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "fnet on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 13 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/fnet.yaml]",
+                    reason: "fnet on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 66 of 832 elements outside abs … + rel … [model-specs/evidence/fnet.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -85,7 +85,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "longformer on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_154 node [model-specs/evidence/longformer.yaml]; longformer on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_186 node [model-specs/evidence/longformer.yaml]",
+            reason: "longformer on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_154 node [model-specs/evidence/longformer.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -123,7 +123,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "longformer on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_154 node [model-specs/evidence/longformer.yaml]; longformer on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_186 node [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_120 node [model-specs/evidence/longformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -156,7 +156,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "longformer on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/longformer.yaml]; longformer on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/longformer.yaml]",
+            reason: "longformer on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/longformer.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -194,7 +194,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "longformer on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/longformer.yaml]; longformer on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/longformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -203,7 +203,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "longformer on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/longformer.yaml]; longformer on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/longformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -223,7 +223,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "longformer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/longformer.yaml]; longformer on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/longformer.yaml]",
+            reason: "longformer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/longformer.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -261,7 +261,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "longformer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/longformer.yaml]; longformer on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/longformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -270,7 +270,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "longformer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/longformer.yaml]; longformer on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/longformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -284,7 +284,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "longformer on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]; longformer on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]",
+            reason: "longformer on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -294,7 +294,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "longformer on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -302,7 +302,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "longformer on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -310,7 +310,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "longformer on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -322,7 +322,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "longformer on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]; longformer on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -331,7 +331,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "longformer on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]; longformer on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -340,7 +340,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "longformer on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]; longformer on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -354,7 +354,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "longformer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 54942 µs (12%) [model-specs/evidence/longformer.yaml]; longformer on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 45838 µs (23%) [model-specs/evidence/longformer.yaml]",
+            reason: "longformer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -364,7 +364,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "longformer on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 45838 µs (23%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -372,7 +372,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "longformer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 54942 µs (12%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -380,7 +380,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "longformer on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 109565 µs (3%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -392,7 +392,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "longformer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 54942 µs (12%) [model-specs/evidence/longformer.yaml]; longformer on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 45838 µs (23%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -401,7 +401,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "longformer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 54942 µs (12%) [model-specs/evidence/longformer.yaml]; longformer on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 45838 µs (23%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -410,7 +410,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "longformer on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 54942 µs (12%) [model-specs/evidence/longformer.yaml]; longformer on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 45838 µs (23%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -424,7 +424,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "longformer on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]; longformer on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]",
+            reason: "longformer on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -434,7 +434,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "longformer on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -442,7 +442,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "longformer on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -450,7 +450,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "longformer on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -462,7 +462,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "longformer on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]; longformer on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -471,7 +471,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "longformer on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]; longformer on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -480,7 +480,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "longformer on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]; longformer on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1194 nodes (72%), 0 µs (0%) [model-specs/evidence/longformer.yaml]",
+                    reason: "longformer on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/longformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -114,7 +114,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "neomme on qnn with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6100333319779357727_3 node [model-specs/evidence/neomme.yaml]; neomme on qnn with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6100333319779357727_3 node [model-specs/evidence/neomme.yaml]",
+            reason: "neomme on qnn with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6100333319779357727_3 node [model-specs/evidence/neomme.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -152,7 +152,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "neomme on qnn with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6100333319779357727_3 node [model-specs/evidence/neomme.yaml]; neomme on qnn with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6100333319779357727_3 node [model-specs/evidence/neomme.yaml]",
+                    reason: "neomme on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6100333319779357727_3 node [model-specs/evidence/neomme.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -161,7 +161,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "neomme on qnn with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6100333319779357727_3 node [model-specs/evidence/neomme.yaml]; neomme on qnn with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6100333319779357727_3 node [model-specs/evidence/neomme.yaml]",
+                    reason: "neomme on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6100333319779357727_3 node [model-specs/evidence/neomme.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -181,7 +181,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "neomme on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/neomme.yaml]; neomme on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/neomme.yaml]",
+            reason: "neomme on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neomme.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -191,7 +191,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "neomme on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/neomme.yaml]",
+                    reason: "neomme on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neomme.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -199,7 +199,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "neomme on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/neomme.yaml]",
+                    reason: "neomme on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neomme.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -207,7 +207,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "neomme on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/neomme.yaml]",
+                    reason: "neomme on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neomme.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -219,7 +219,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "neomme on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/neomme.yaml]; neomme on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/neomme.yaml]",
+                    reason: "neomme on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neomme.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -228,7 +228,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "neomme on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/neomme.yaml]; neomme on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 4 nodes… [model-specs/evidence/neomme.yaml]",
+                    reason: "neomme on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×2 on CPUExecutionProvider, Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/neomme.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -13,7 +13,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "openai_privacy_filter on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/openai_privacy_filter.yaml]",
+                    reason: "openai_privacy_filter on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/openai_privacy_filter.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -22,7 +22,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8Avx2,
                 Planned::KnownIssue {
-                    reason: "openai_privacy_filter on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/openai_privacy_filter.yaml]",
+                    reason: "openai_privacy_filter on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/openai_privacy_filter.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -31,7 +31,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "openai_privacy_filter on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/openai_privacy_filter.yaml]",
+                    reason: "openai_privacy_filter on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/openai_privacy_filter.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -112,7 +112,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "openai_privacy_filter on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/openai_privacy_filter.yaml]",
+                    reason: "openai_privacy_filter on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/openai_privacy_filter.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -145,7 +145,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "openai_privacy_filter on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph [model-specs/evidence/openai_privacy_filter.yaml]; openai_privacy_filter on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph [model-specs/evidence/openai_privacy_filter.yaml]",
+            reason: "openai_privacy_filter on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph [model-specs/evidence/openai_privacy_filter.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -183,7 +183,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "openai_privacy_filter on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph [model-specs/evidence/openai_privacy_filter.yaml]; openai_privacy_filter on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph [model-specs/evidence/openai_privacy_filter.yaml]",
+                    reason: "openai_privacy_filter on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph [model-specs/evidence/openai_privacy_filter.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -192,7 +192,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "openai_privacy_filter on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph [model-specs/evidence/openai_privacy_filter.yaml]; openai_privacy_filter on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph [model-specs/evidence/openai_privacy_filter.yaml]",
+                    reason: "openai_privacy_filter on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/openai_privacy_filter/model.onnx: Failed to compose Qnn graph [model-specs/evidence/openai_privacy_filter.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -212,7 +212,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "openai_privacy_filter on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/openai_privacy_filter.yaml]; openai_privacy_filter on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/openai_privacy_filter.yaml]",
+            reason: "openai_privacy_filter on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/openai_privacy_filter.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -250,7 +250,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "openai_privacy_filter on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/openai_privacy_filter.yaml]; openai_privacy_filter on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/openai_privacy_filter.yaml]",
+                    reason: "openai_privacy_filter on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/openai_privacy_filter.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -259,7 +259,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "openai_privacy_filter on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/openai_privacy_filter.yaml]; openai_privacy_filter on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/openai_privacy_filter.yaml]",
+                    reason: "openai_privacy_filter on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×8 on CPUExecutionProvider, Clip ×16 on CPUExecutionProvider, Gather ×16 on CPUExecutionProvider, Gemm ×16 on… [model-specs/evidence/openai_privacy_filter.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -294,7 +294,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "openai_privacy_filter on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/openai_privacy_filter.yaml]",
+                    reason: "openai_privacy_filter on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/openai_privacy_filter.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -303,7 +303,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "openai_privacy_filter on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/openai_privacy_filter.yaml]",
+                    reason: "openai_privacy_filter on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/openai_privacy_filter.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

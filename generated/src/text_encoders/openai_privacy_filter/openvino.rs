@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: openai_privacy_filter on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/openai_privacy_filter.yaml]"
+        "known issue: openai_privacy_filter on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/openai_privacy_filter.yaml]"
     );
 }
 /// openai_privacy_filter on openvino with OpenVINO runtime, device CPU: run.

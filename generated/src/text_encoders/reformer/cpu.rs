@@ -13,17 +13,19 @@ mod onnx {
         "known issue: reformer on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/reformer.yaml]"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, gate = gate_cpu
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
+        "known issue: reformer on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/reformer.yaml]"
     );
     runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, gate =
-        gate_cpu
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
+        "known issue: reformer on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/reformer.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+        "known issue: reformer on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/reformer.yaml]"
     );
 }
-/// reformer on cpu with libtorch, device cpu: known-issue (reformer on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/reformer.yaml]; reformer on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/reformer.yaml]).
+/// reformer on cpu with libtorch, device cpu: known-issue (reformer on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/reformer.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated text_encoders::reformer::cpu::torch::`.
 mod torch {

@@ -13,8 +13,8 @@ mod onnx {
         "known issue: reformer on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 64], expected [2, 13, 64] (batch=2, sequence=13, last_hidden_state_2=64) [model-specs/evidence/reformer.yaml]"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
-        gate_openvino
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: reformer on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 64], expected [2, 13, 64] (batch=2, sequence=13, last_hidden_state_2=64) [model-specs/evidence/reformer.yaml]"
     );
 }
 /// reformer on openvino with OpenVINO runtime, device CPU: run.
@@ -30,11 +30,11 @@ mod ov {
         "known issue: reformer on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 64], expected [2, 13, 64] (batch=2, sequence=13, last_hidden_state_2=64) [model-specs/evidence/reformer.yaml]"
     );
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: reformer on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 64], expected [2, 13, 64] (batch=2, sequence=13, last_hidden_state_2=64) [model-specs/evidence/reformer.yaml]"
     );
     runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
-        gate_openvino
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: reformer on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 64], expected [2, 13, 64] (batch=2, sequence=13, last_hidden_state_2=64) [model-specs/evidence/reformer.yaml]"
     );
 }

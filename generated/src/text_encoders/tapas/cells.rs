@@ -114,7 +114,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "tapas on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/tapas.yaml]; tapas on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/tapas.yaml]",
+            reason: "tapas on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/tapas.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -124,7 +124,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "tapas on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/tapas.yaml]",
+                    reason: "tapas on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/tapas.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -132,7 +132,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "tapas on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/tapas.yaml]",
+                    reason: "tapas on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/tapas.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -140,7 +140,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "tapas on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/tapas.yaml]",
+                    reason: "tapas on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/tapas.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -152,7 +152,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "tapas on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/tapas.yaml]; tapas on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/tapas.yaml]",
+                    reason: "tapas on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/tapas.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -161,7 +161,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "tapas on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/tapas.yaml]; tapas on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/tapas.yaml]",
+                    reason: "tapas on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: GatherND ×1 on CPUExecutionProvider, ScatterElements ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/tapas.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -181,7 +181,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "tapas on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/tapas.yaml]; tapas on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/tapas.yaml]",
+            reason: "tapas on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/tapas.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -219,7 +219,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "tapas on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/tapas.yaml]; tapas on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/tapas.yaml]",
+                    reason: "tapas on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/tapas.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -228,7 +228,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "tapas on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/tapas.yaml]; tapas on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/tapas.yaml]",
+                    reason: "tapas on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/tapas.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

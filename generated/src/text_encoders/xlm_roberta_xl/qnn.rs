@@ -13,9 +13,11 @@ mod onnx {
         "known issue: xlm-roberta-xl on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state (the 22 positions the attention mask keeps, of 26): relative L2 error …, above … (fp16's bounds, because QNN's HTP computes float32… [model-specs/evidence/xlm-roberta-xl.yaml]"
     );
     runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, gate = gate_qnn
+        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+        "known issue: xlm-roberta-xl on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state (the 22 positions the attention mask keeps, of 26): relative L2 error …, above … (fp16's bounds, because QNN's HTP computes float32… [model-specs/evidence/xlm-roberta-xl.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: xlm-roberta-xl on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state (the 22 positions the attention mask keeps, of 26): relative L2 error …, above … (fp16's bounds, because QNN's HTP computes float32… [model-specs/evidence/xlm-roberta-xl.yaml]"
     );
 }

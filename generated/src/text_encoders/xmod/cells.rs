@@ -126,7 +126,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "xmod on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×1 on… [model-specs/evidence/xmod.yaml]; xmod on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×1 on… [model-specs/evidence/xmod.yaml]",
+            reason: "xmod on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×1 on… [model-specs/evidence/xmod.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -164,7 +164,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "xmod on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×1 on… [model-specs/evidence/xmod.yaml]; xmod on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×1 on… [model-specs/evidence/xmod.yaml]",
+                    reason: "xmod on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×3 on… [model-specs/evidence/xmod.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -173,7 +173,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "xmod on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×1 on… [model-specs/evidence/xmod.yaml]; xmod on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×1 on… [model-specs/evidence/xmod.yaml]",
+                    reason: "xmod on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×3 on… [model-specs/evidence/xmod.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -193,7 +193,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "xmod on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, GatherND ×2 on… [model-specs/evidence/xmod.yaml]; xmod on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, GatherND ×2 on… [model-specs/evidence/xmod.yaml]",
+            reason: "xmod on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, GatherND ×2 on… [model-specs/evidence/xmod.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -231,7 +231,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "xmod on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, GatherND ×2 on… [model-specs/evidence/xmod.yaml]; xmod on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, GatherND ×2 on… [model-specs/evidence/xmod.yaml]",
+                    reason: "xmod on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×2 on… [model-specs/evidence/xmod.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -240,7 +240,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "xmod on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, GatherND ×2 on… [model-specs/evidence/xmod.yaml]; xmod on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, GatherND ×2 on… [model-specs/evidence/xmod.yaml]",
+                    reason: "xmod on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×6 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Erf ×2 on CPUExecutionProvider, Expand ×2 on… [model-specs/evidence/xmod.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -24,7 +24,7 @@ pub static CPU_TORCH: Cell = Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_TORCH,
         Planned::KnownIssue {
-            reason: "yoso on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'YosoCumulation' [model-specs/evidence/yoso.yaml]; yoso on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'YosoCumulation' [model-specs/evidence/yoso.yaml]",
+            reason: "yoso on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'YosoCumulation' [model-specs/evidence/yoso.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Export),
         },
@@ -146,7 +146,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "yoso on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 40 µs (0%) [model-specs/evidence/yoso.yaml]; yoso on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 39 µs (0%) [model-specs/evidence/yoso.yaml]",
+            reason: "yoso on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/yoso.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -156,7 +156,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "yoso on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 39 µs (0%) [model-specs/evidence/yoso.yaml]",
+                    reason: "yoso on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/yoso.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -164,7 +164,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "yoso on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 40 µs (0%) [model-specs/evidence/yoso.yaml]",
+                    reason: "yoso on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/yoso.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -172,7 +172,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "yoso on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 58 µs (0%) [model-specs/evidence/yoso.yaml]",
+                    reason: "yoso on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/yoso.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -184,7 +184,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "yoso on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 40 µs (0%) [model-specs/evidence/yoso.yaml]; yoso on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 39 µs (0%) [model-specs/evidence/yoso.yaml]",
+                    reason: "yoso on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/yoso.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -193,7 +193,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "yoso on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 40 µs (0%) [model-specs/evidence/yoso.yaml]; yoso on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%), 39 µs (0%) [model-specs/evidence/yoso.yaml]",
+                    reason: "yoso on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/yoso.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -213,7 +213,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "yoso on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/yoso.yaml]; yoso on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/yoso.yaml]",
+            reason: "yoso on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/yoso.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -223,7 +223,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "yoso on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/yoso.yaml]",
+                    reason: "yoso on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/yoso.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -231,7 +231,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "yoso on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/yoso.yaml]",
+                    reason: "yoso on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/yoso.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -239,7 +239,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "yoso on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/yoso.yaml]",
+                    reason: "yoso on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/yoso.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -251,7 +251,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "yoso on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/yoso.yaml]; yoso on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/yoso.yaml]",
+                    reason: "yoso on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/yoso.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -260,7 +260,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "yoso on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/yoso.yaml]; yoso on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (22%), 0 µs (0%) [model-specs/evidence/yoso.yaml]",
+                    reason: "yoso on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Acos ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/yoso.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -294,7 +294,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "yoso on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/yoso.yaml]",
+                    reason: "yoso on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/yoso.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -304,7 +304,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "yoso on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/yoso.yaml]",
+                    reason: "yoso on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/yoso.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

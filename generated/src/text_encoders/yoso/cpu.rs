@@ -16,7 +16,7 @@ mod onnx {
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
     );
 }
-/// yoso on cpu with libtorch, device cpu: known-issue (yoso on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'YosoCumulation' [model-specs/evidence/yoso.yaml]; yoso on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'YosoCumulation' [model-specs/evidence/yoso.yaml]).
+/// yoso on cpu with libtorch, device cpu: known-issue (yoso on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'YosoCumulation' [model-specs/evidence/yoso.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated text_encoders::yoso::cpu::torch::`.
 mod torch {

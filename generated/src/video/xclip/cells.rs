@@ -13,7 +13,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "xclip on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row (of 2 [model-specs/evidence/xclip.yaml]",
+                    reason: "xclip on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -26,7 +26,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "xclip on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row (of 2 [model-specs/evidence/xclip.yaml]",
+                    reason: "xclip on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -107,7 +107,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "xclip on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 102 µs (0%) [model-specs/evidence/xclip.yaml]",
+                    reason: "xclip on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xclip.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -131,7 +131,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "xclip on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row (of 2 [model-specs/evidence/xclip.yaml]",
+                    reason: "xclip on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -171,7 +171,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "xclip on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row (of 2 [model-specs/evidence/xclip.yaml]",
+                    reason: "xclip on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -199,7 +199,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "xclip on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row (of 2 [model-specs/evidence/xclip.yaml]",
+                    reason: "xclip on webgpu with browser: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -228,7 +228,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "xclip on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row (of 2 [model-specs/evidence/xclip.yaml]",
+                    reason: "xclip on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -237,7 +237,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "xclip on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row (of 2 [model-specs/evidence/xclip.yaml]",
+                    reason: "xclip on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -258,7 +258,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "xclip on webgpu with firefox: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row (of 2 [model-specs/evidence/xclip.yaml]",
+                    reason: "xclip on webgpu with firefox: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -267,7 +267,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "xclip on webgpu with firefox: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row (of 2 [model-specs/evidence/xclip.yaml]",
+                    reason: "xclip on webgpu with firefox: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -11,6 +11,6 @@ mod browser {
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: xclip on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row (of 2 [model-specs/evidence/xclip.yaml]"
+        "known issue: xclip on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]"
     );
 }

@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: beit on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 5 [model-specs/evidence/beit.yaml]"
+        "known issue: beit on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/beit.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn

@@ -130,7 +130,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "conditional_detr on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 12 [model-specs/evidence/conditional_detr.yaml]",
+                    reason: "conditional_detr on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/conditional_detr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -194,7 +194,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "conditional_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/conditional_detr.yaml]",
+            reason: "conditional_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … [model-specs/evidence/conditional_detr.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -208,7 +208,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "conditional_detr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … (max abs error … [model-specs/evidence/conditional_detr.yaml]",
+                    reason: "conditional_detr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/conditional_detr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -220,7 +220,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "conditional_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/conditional_detr.yaml]",
+                    reason: "conditional_detr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/conditional_detr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -229,7 +229,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "conditional_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/conditional_detr.yaml]",
+                    reason: "conditional_detr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/conditional_detr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -238,7 +238,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "conditional_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/conditional_detr.yaml]",
+                    reason: "conditional_detr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/conditional_detr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -252,7 +252,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "conditional_detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/conditional_detr.yaml]",
+            reason: "conditional_detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … [model-specs/evidence/conditional_detr.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -266,7 +266,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "conditional_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … (max abs error … [model-specs/evidence/conditional_detr.yaml]",
+                    reason: "conditional_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/conditional_detr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -278,7 +278,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "conditional_detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/conditional_detr.yaml]",
+                    reason: "conditional_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/conditional_detr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -287,7 +287,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "conditional_detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/conditional_detr.yaml]",
+                    reason: "conditional_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/conditional_detr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -296,7 +296,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "conditional_detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/conditional_detr.yaml]",
+                    reason: "conditional_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/conditional_detr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

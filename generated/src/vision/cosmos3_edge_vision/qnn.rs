@@ -13,9 +13,11 @@ mod onnx {
         "known issue: cosmos3_edge_vision on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/cosmos3_edge_vision/model.onnx: Node (/model/encoder/layers.0/self_attn/Split_1) Op (Split) [ShapeInferenceError] Mismatch between the… [model-specs/evidence/cosmos3_edge_vision.yaml]"
     );
     runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, gate = gate_qnn
+        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+        "known issue: cosmos3_edge_vision on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/cosmos3_edge_vision/model.onnx: Node (/model/encoder/layers.0/self_attn/Split_1) Op (Split) [ShapeInferenceError] Mismatch between the… [model-specs/evidence/cosmos3_edge_vision.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: cosmos3_edge_vision on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/cosmos3_edge_vision/model.onnx: Node (/model/encoder/layers.0/self_attn/Split_1) Op (Split) [ShapeInferenceError] Mismatch between the… [model-specs/evidence/cosmos3_edge_vision.yaml]"
     );
 }

@@ -130,7 +130,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "cvt on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output cls_token_value: cosine similarity … in its worst row (of 1 [model-specs/evidence/cvt.yaml]",
+                    reason: "cvt on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output cls_token_value: cosine similarity … in its worst row [model-specs/evidence/cvt.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -13,7 +13,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "d_fine on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 30 [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/d_fine.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -22,7 +22,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8Avx2,
                 Planned::KnownIssue {
-                    reason: "d_fine on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 30 [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/d_fine.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -31,7 +31,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "d_fine on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 30 [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/d_fine.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -106,7 +106,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "d_fine on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/d_fine/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos' [model-specs/evidence/d_fine.yaml]; d_fine on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/d_fine/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos' [model-specs/evidence/d_fine.yaml]",
+            reason: "d_fine on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/d_fine/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos' [model-specs/evidence/d_fine.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -144,7 +144,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "d_fine on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/d_fine/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos' [model-specs/evidence/d_fine.yaml]; d_fine on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/d_fine/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos' [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/d_fine/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos' [model-specs/evidence/d_fine.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -164,7 +164,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "d_fine on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 64 of 1920 elements outside abs … + rel … (max abs error … [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 64 of 1920 elements outside abs … + rel … [model-specs/evidence/d_fine.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -173,12 +173,22 @@ pub static OPENVINO_OV: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt8,
+                Planned::KnownIssue {
+                    reason: "d_fine on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 64 of 1920 elements outside abs … + rel … [model-specs/evidence/d_fine.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt4,
+                Planned::KnownIssue {
+                    reason: "d_fine on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 64 of 1920 elements outside abs … + rel … [model-specs/evidence/d_fine.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
         ],
@@ -189,7 +199,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "d_fine on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 732 of 960 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/d_fine.yaml]",
+            reason: "d_fine on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 732 of 960 elements outside … of the output's spread (… abs) [model-specs/evidence/d_fine.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -203,7 +213,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "d_fine on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1356 of 1920 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1356 of 1920 elements outside … of the output's spread (… abs) [model-specs/evidence/d_fine.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -215,7 +225,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "d_fine on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 732 of 960 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1356 of 1920 elements outside … of the output's spread (… abs) [model-specs/evidence/d_fine.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -224,7 +234,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "d_fine on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 732 of 960 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1356 of 1920 elements outside … of the output's spread (… abs) [model-specs/evidence/d_fine.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -244,7 +254,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "d_fine on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/d_fine.yaml]; d_fine on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/d_fine.yaml]",
+            reason: "d_fine on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/d_fine.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -282,7 +292,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "d_fine on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/d_fine.yaml]; d_fine on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/d_fine.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -291,7 +301,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "d_fine on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/d_fine.yaml]; d_fine on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/d_fine.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -305,7 +315,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "d_fine on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml]; d_fine on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml]",
+            reason: "d_fine on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -343,7 +353,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "d_fine on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml]; d_fine on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -352,7 +362,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "d_fine on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml]; d_fine on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -361,7 +371,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "d_fine on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml]; d_fine on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -375,7 +385,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "d_fine on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/d_fine.yaml]; d_fine on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/d_fine.yaml]",
+            reason: "d_fine on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/d_fine.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -413,7 +423,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "d_fine on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/d_fine.yaml]; d_fine on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/d_fine.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -422,7 +432,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "d_fine on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/d_fine.yaml]; d_fine on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/d_fine.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -431,7 +441,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "d_fine on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/d_fine.yaml]; d_fine on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/d_fine.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -445,7 +455,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "d_fine on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml]; d_fine on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml]",
+            reason: "d_fine on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -483,7 +493,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "d_fine on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml]; d_fine on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -492,7 +502,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "d_fine on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml]; d_fine on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -501,7 +511,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "d_fine on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml]; d_fine on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml]",
+                    reason: "d_fine on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/d_fine.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -143,7 +143,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "dab-detr on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 12 [model-specs/evidence/dab-detr.yaml]",
+                    reason: "dab-detr on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/dab-detr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -185,7 +185,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "dab-detr on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/dab-detr.yaml]",
+            reason: "dab-detr on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -199,7 +199,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … (max abs error … [model-specs/evidence/dab-detr.yaml]",
+                    reason: "dab-detr on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -211,7 +211,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/dab-detr.yaml]",
+                    reason: "dab-detr on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -220,7 +220,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/dab-detr.yaml]",
+                    reason: "dab-detr on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -229,7 +229,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/dab-detr.yaml]",
+                    reason: "dab-detr on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -243,7 +243,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "dab-detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/dab-detr.yaml]",
+            reason: "dab-detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -257,7 +257,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … (max abs error … [model-specs/evidence/dab-detr.yaml]",
+                    reason: "dab-detr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -269,7 +269,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/dab-detr.yaml]",
+                    reason: "dab-detr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -278,7 +278,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/dab-detr.yaml]",
+                    reason: "dab-detr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -287,7 +287,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/dab-detr.yaml]",
+                    reason: "dab-detr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -301,7 +301,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "dab-detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/dab-detr.yaml]",
+            reason: "dab-detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -315,7 +315,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … (max abs error … [model-specs/evidence/dab-detr.yaml]",
+                    reason: "dab-detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -327,7 +327,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/dab-detr.yaml]",
+                    reason: "dab-detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -336,7 +336,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/dab-detr.yaml]",
+                    reason: "dab-detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -345,7 +345,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/dab-detr.yaml]",
+                    reason: "dab-detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: deformable_detr on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output encoder_last_hidden_state: cosine similarity … in its worst row (of 340 [model-specs/evidence/deformable_detr.yaml]"
+        "known issue: deformable_detr on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output encoder_last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/deformable_detr.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, gate =

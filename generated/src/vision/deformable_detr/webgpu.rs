@@ -17,33 +17,33 @@ mod browser {
         gate_webgpu
     );
 }
-/// deformable_detr on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (deformable_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 382 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/deformable_detr.yaml]).
+/// deformable_detr on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (deformable_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 382 of 384 elements outside abs … + rel … [model-specs/evidence/deformable_detr.yaml]).
 ///
 /// Select this cell with `cargo test -p generated vision::deformable_detr::webgpu::native::`.
 mod native {
     runtime::check_test!(runs, super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
     runtime::check_test!(
         matches_reference, super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: deformable_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 382 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/deformable_detr.yaml]"
+        "known issue: deformable_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 382 of 384 elements outside abs … + rel … [model-specs/evidence/deformable_detr.yaml]"
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: deformable_detr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 762 of 768 elements outside abs … + rel … (max abs error … [model-specs/evidence/deformable_detr.yaml]"
+        "known issue: deformable_detr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 762 of 768 elements outside abs … + rel … [model-specs/evidence/deformable_detr.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: deformable_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 382 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/deformable_detr.yaml]"
+        "known issue: deformable_detr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 762 of 768 elements outside abs … + rel … [model-specs/evidence/deformable_detr.yaml] (the store also holds matches_reference)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: deformable_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 382 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/deformable_detr.yaml]"
+        "known issue: deformable_detr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 762 of 768 elements outside abs … + rel … [model-specs/evidence/deformable_detr.yaml] (the store also holds matches_reference)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: deformable_detr on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 382 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/deformable_detr.yaml]"
+        "known issue: deformable_detr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 762 of 768 elements outside abs … + rel … [model-specs/evidence/deformable_detr.yaml] (the store also holds matches_reference)"
     );
 }
-/// deformable_detr on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (deformable_detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 382 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/deformable_detr.yaml]).
+/// deformable_detr on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (deformable_detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 382 of 384 elements outside abs … + rel … [model-specs/evidence/deformable_detr.yaml]).
 ///
 /// Select this cell with `cargo test -p generated vision::deformable_detr::webgpu::firefox::`.
 mod firefox {
@@ -52,23 +52,23 @@ mod firefox {
     );
     runtime::check_test!(
         matches_reference, super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: deformable_detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 382 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/deformable_detr.yaml]"
+        "known issue: deformable_detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 382 of 384 elements outside abs … + rel … [model-specs/evidence/deformable_detr.yaml]"
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: deformable_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 762 of 768 elements outside abs … + rel … (max abs error … [model-specs/evidence/deformable_detr.yaml]"
+        "known issue: deformable_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 762 of 768 elements outside abs … + rel … [model-specs/evidence/deformable_detr.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
-        "known issue: deformable_detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 382 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/deformable_detr.yaml]"
+        "known issue: deformable_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 762 of 768 elements outside abs … + rel … [model-specs/evidence/deformable_detr.yaml] (the store also holds matches_reference)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
-        "known issue: deformable_detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 382 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/deformable_detr.yaml]"
+        "known issue: deformable_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 762 of 768 elements outside abs … + rel … [model-specs/evidence/deformable_detr.yaml] (the store also holds matches_reference)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
-        "known issue: deformable_detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 382 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/deformable_detr.yaml]"
+        "known issue: deformable_detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 762 of 768 elements outside abs … + rel … [model-specs/evidence/deformable_detr.yaml] (the store also holds matches_reference)"
     );
 }
 /// deformable_detr's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

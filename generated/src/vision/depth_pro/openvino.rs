@@ -13,8 +13,8 @@ mod onnx {
         "known issue: depth_pro on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 5, 16], expected [2, 5, 16] (batch=2, last_hidden_state_1=5, last_hidden_state_2=16) [model-specs/evidence/depth_pro.yaml]"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
-        gate_openvino
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: depth_pro on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 5, 16], expected [2, 5, 16] (batch=2, last_hidden_state_1=5, last_hidden_state_2=16) [model-specs/evidence/depth_pro.yaml]"
     );
 }
 /// depth_pro on openvino with OpenVINO runtime, device CPU: run.
@@ -30,11 +30,11 @@ mod ov {
         "known issue: depth_pro on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 5, 16], expected [2, 5, 16] (batch=2, last_hidden_state_1=5, last_hidden_state_2=16) [model-specs/evidence/depth_pro.yaml]"
     );
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: depth_pro on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 5, 16], expected [2, 5, 16] (batch=2, last_hidden_state_1=5, last_hidden_state_2=16) [model-specs/evidence/depth_pro.yaml]"
     );
     runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
-        gate_openvino
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: depth_pro on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 5, 16], expected [2, 5, 16] (batch=2, last_hidden_state_1=5, last_hidden_state_2=16) [model-specs/evidence/depth_pro.yaml]"
     );
 }

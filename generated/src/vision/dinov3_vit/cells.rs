@@ -85,7 +85,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "dinov3_vit on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/dinov3_vit/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/dinov3_vit.yaml]; dinov3_vit on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/dinov3_vit/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/dinov3_vit.yaml]",
+            reason: "dinov3_vit on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/dinov3_vit/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/dinov3_vit.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -123,7 +123,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "dinov3_vit on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/dinov3_vit/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/dinov3_vit.yaml]; dinov3_vit on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/dinov3_vit/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/dinov3_vit/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/dinov3_vit.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -137,7 +137,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_OV,
         Planned::KnownIssue {
-            reason: "dinov3_vit on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/dinov3_vit/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/dinov3_vit.yaml]; dinov3_vit on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/dinov3_vit/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/dinov3_vit.yaml]",
+            reason: "dinov3_vit on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/dinov3_vit/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/dinov3_vit.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -175,7 +175,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "dinov3_vit on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/dinov3_vit/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/dinov3_vit.yaml]; dinov3_vit on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/dinov3_vit/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on openvino with openvino: dynamic_shapes failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/dinov3_vit/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/dinov3_vit.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -184,7 +184,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "dinov3_vit on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/dinov3_vit/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/dinov3_vit.yaml]; dinov3_vit on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/dinov3_vit/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on openvino with openvino: dynamic_shapes failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/dinov3_vit/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/dinov3_vit.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -231,7 +231,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "dinov3_vit on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]; dinov3_vit on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+            reason: "dinov3_vit on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -241,7 +241,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "dinov3_vit on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -249,7 +249,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "dinov3_vit on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -257,7 +257,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "dinov3_vit on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -269,7 +269,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "dinov3_vit on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]; dinov3_vit on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -278,7 +278,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "dinov3_vit on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]; dinov3_vit on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -292,7 +292,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "dinov3_vit on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]; dinov3_vit on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+            reason: "dinov3_vit on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -302,7 +302,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "dinov3_vit on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -310,7 +310,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "dinov3_vit on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -318,7 +318,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "dinov3_vit on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -330,7 +330,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "dinov3_vit on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]; dinov3_vit on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -339,7 +339,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "dinov3_vit on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]; dinov3_vit on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -348,7 +348,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "dinov3_vit on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]; dinov3_vit on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -376,7 +376,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "dinov3_vit on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]; dinov3_vit on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+            reason: "dinov3_vit on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -386,7 +386,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "dinov3_vit on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -394,7 +394,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "dinov3_vit on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -402,7 +402,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "dinov3_vit on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -414,7 +414,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "dinov3_vit on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]; dinov3_vit on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -423,7 +423,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "dinov3_vit on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]; dinov3_vit on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -432,7 +432,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "dinov3_vit on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]; dinov3_vit on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 65 nodes (29%), 0 µs (0%) [model-specs/evidence/dinov3_vit.yaml]",
+                    reason: "dinov3_vit on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

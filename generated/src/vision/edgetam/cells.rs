@@ -137,7 +137,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::NotTested {
-            reason: "not tested here: edgetam on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/edgetam.yaml]; edgetam on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/edgetam.yaml]",
+            reason: "not tested here: edgetam on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/edgetam.yaml] (the store also holds runs)",
             stage: Stage::Run,
         },
     )
@@ -171,7 +171,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::NotTested {
-                    reason: "not tested here: edgetam on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/edgetam.yaml]; edgetam on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/edgetam.yaml]",
+                    reason: "not tested here: edgetam on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/edgetam.yaml] (the store also holds matches_reference, runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
@@ -179,7 +179,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::NotTested {
-                    reason: "not tested here: edgetam on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/edgetam.yaml]; edgetam on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/edgetam.yaml]",
+                    reason: "not tested here: edgetam on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/edgetam.yaml] (the store also holds matches_reference, runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
@@ -228,7 +228,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 6 of 4096 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam.yaml]",
+            reason: "edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 6 of 4096 elements outside abs … + rel … [model-specs/evidence/edgetam.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -242,7 +242,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "edgetam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 12 of 8192 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam.yaml]",
+                    reason: "edgetam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 12 of 8192 elements outside abs … + rel … [model-specs/evidence/edgetam.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -254,7 +254,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 6 of 4096 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam.yaml]",
+                    reason: "edgetam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 12 of 8192 elements outside abs … + rel … [model-specs/evidence/edgetam.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -263,7 +263,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 6 of 4096 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam.yaml]",
+                    reason: "edgetam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 12 of 8192 elements outside abs … + rel … [model-specs/evidence/edgetam.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -272,7 +272,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "edgetam on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 6 of 4096 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam.yaml]",
+                    reason: "edgetam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 12 of 8192 elements outside abs … + rel … [model-specs/evidence/edgetam.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -286,7 +286,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "edgetam on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 6 of 4096 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam.yaml]",
+            reason: "edgetam on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 6 of 4096 elements outside abs … + rel … [model-specs/evidence/edgetam.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -300,7 +300,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "edgetam on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 12 of 8192 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam.yaml]",
+                    reason: "edgetam on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 12 of 8192 elements outside abs … + rel … [model-specs/evidence/edgetam.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -312,7 +312,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "edgetam on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 6 of 4096 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam.yaml]",
+                    reason: "edgetam on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 12 of 8192 elements outside abs … + rel … [model-specs/evidence/edgetam.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -321,7 +321,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "edgetam on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 6 of 4096 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam.yaml]",
+                    reason: "edgetam on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 12 of 8192 elements outside abs … + rel … [model-specs/evidence/edgetam.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -330,7 +330,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "edgetam on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 6 of 4096 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam.yaml]",
+                    reason: "edgetam on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 12 of 8192 elements outside abs … + rel … [model-specs/evidence/edgetam.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

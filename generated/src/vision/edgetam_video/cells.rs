@@ -183,7 +183,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "edgetam_video on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 5773 of 8192 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_video.yaml]",
+            reason: "edgetam_video on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 5773 of 8192 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -197,7 +197,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_video.yaml]",
+                    reason: "edgetam_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -209,7 +209,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 5773 of 8192 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_video.yaml]",
+                    reason: "edgetam_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -218,7 +218,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 5773 of 8192 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_video.yaml]",
+                    reason: "edgetam_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -227,7 +227,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 5773 of 8192 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_video.yaml]",
+                    reason: "edgetam_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -241,7 +241,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "edgetam_video on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 5773 of 8192 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_video.yaml]",
+            reason: "edgetam_video on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 5773 of 8192 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -255,7 +255,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_video.yaml]",
+                    reason: "edgetam_video on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -267,7 +267,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 5773 of 8192 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_video.yaml]",
+                    reason: "edgetam_video on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -276,7 +276,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 5773 of 8192 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_video.yaml]",
+                    reason: "edgetam_video on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -285,7 +285,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 5773 of 8192 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_video.yaml]",
+                    reason: "edgetam_video on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -299,7 +299,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "edgetam_video on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 5773 of 8192 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_video.yaml]",
+            reason: "edgetam_video on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 5773 of 8192 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -313,7 +313,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_video.yaml]",
+                    reason: "edgetam_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -325,7 +325,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 5773 of 8192 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_video.yaml]",
+                    reason: "edgetam_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -334,7 +334,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 5773 of 8192 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_video.yaml]",
+                    reason: "edgetam_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -343,7 +343,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 5773 of 8192 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_video.yaml]",
+                    reason: "edgetam_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -188,7 +188,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 23226 of 32768 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_vision_model.yaml]",
+            reason: "edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 23226 of 32768 elements outside abs … + rel … [model-specs/evidence/edgetam_vision_model.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -202,7 +202,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "edgetam_vision_model on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 46957 of 65536 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_vision_model.yaml]",
+                    reason: "edgetam_vision_model on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 46957 of 65536 elements outside abs … + rel … [model-specs/evidence/edgetam_vision_model.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -214,7 +214,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 23226 of 32768 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_vision_model.yaml]",
+                    reason: "edgetam_vision_model on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 46957 of 65536 elements outside abs … + rel … [model-specs/evidence/edgetam_vision_model.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -223,7 +223,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 23226 of 32768 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_vision_model.yaml]",
+                    reason: "edgetam_vision_model on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 46957 of 65536 elements outside abs … + rel … [model-specs/evidence/edgetam_vision_model.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -232,7 +232,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "edgetam_vision_model on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 23226 of 32768 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_vision_model.yaml]",
+                    reason: "edgetam_vision_model on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 46957 of 65536 elements outside abs … + rel … [model-specs/evidence/edgetam_vision_model.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -246,7 +246,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "edgetam_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 23226 of 32768 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_vision_model.yaml]",
+            reason: "edgetam_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 23226 of 32768 elements outside abs … + rel … [model-specs/evidence/edgetam_vision_model.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -260,7 +260,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "edgetam_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 46957 of 65536 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_vision_model.yaml]",
+                    reason: "edgetam_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 46957 of 65536 elements outside abs … + rel … [model-specs/evidence/edgetam_vision_model.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -272,7 +272,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "edgetam_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 23226 of 32768 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_vision_model.yaml]",
+                    reason: "edgetam_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 46957 of 65536 elements outside abs … + rel … [model-specs/evidence/edgetam_vision_model.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -281,7 +281,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "edgetam_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 23226 of 32768 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_vision_model.yaml]",
+                    reason: "edgetam_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 46957 of 65536 elements outside abs … + rel … [model-specs/evidence/edgetam_vision_model.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -290,7 +290,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "edgetam_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 23226 of 32768 elements outside abs … + rel … (max abs error … [model-specs/evidence/edgetam_vision_model.yaml]",
+                    reason: "edgetam_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 46957 of 65536 elements outside abs … + rel … [model-specs/evidence/edgetam_vision_model.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -104,7 +104,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "efficientloftr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (48%), 3624 µs (7%) [model-specs/evidence/efficientloftr.yaml]",
+                    reason: "efficientloftr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/efficientloftr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -128,7 +128,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "efficientloftr on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output feature_maps_0: cosine similarity … in its worst row (of 1 [model-specs/evidence/efficientloftr.yaml]",
+                    reason: "efficientloftr on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output feature_maps_0: cosine similarity … in its worst row [model-specs/evidence/efficientloftr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -142,7 +142,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "efficientloftr on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output feature_maps_0: 18900 of 38400 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/efficientloftr.yaml]",
+            reason: "efficientloftr on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output feature_maps_0: 18900 of 38400 elements outside … of the output's spread (… abs) [model-specs/evidence/efficientloftr.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -156,7 +156,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "efficientloftr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output feature_maps_0: 37800 of 76800 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/efficientloftr.yaml]",
+                    reason: "efficientloftr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output feature_maps_0: 37800 of 76800 elements outside … of the output's spread (… abs) [model-specs/evidence/efficientloftr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -168,7 +168,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "efficientloftr on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output feature_maps_0: 18900 of 38400 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/efficientloftr.yaml]",
+                    reason: "efficientloftr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output feature_maps_0: 37800 of 76800 elements outside … of the output's spread (… abs) [model-specs/evidence/efficientloftr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -177,7 +177,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "efficientloftr on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output feature_maps_0: 18900 of 38400 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/efficientloftr.yaml]",
+                    reason: "efficientloftr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output feature_maps_0: 37800 of 76800 elements outside … of the output's spread (… abs) [model-specs/evidence/efficientloftr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

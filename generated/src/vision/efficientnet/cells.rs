@@ -92,7 +92,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "efficientnet on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/efficientnet/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/efficientnet.yaml]; efficientnet on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/efficientnet/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/efficientnet.yaml]",
+            reason: "efficientnet on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/efficientnet/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/efficientnet.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -130,7 +130,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "efficientnet on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/efficientnet/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/efficientnet.yaml]; efficientnet on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/efficientnet/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/efficientnet.yaml]",
+                    reason: "efficientnet on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/efficientnet/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/efficientnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -144,7 +144,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_OV,
         Planned::KnownIssue {
-            reason: "efficientnet on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/efficientnet/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/efficientnet.yaml]; efficientnet on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/efficientnet/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/efficientnet.yaml]",
+            reason: "efficientnet on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/efficientnet/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/efficientnet.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -182,7 +182,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "efficientnet on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/efficientnet/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/efficientnet.yaml]; efficientnet on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/efficientnet/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/efficientnet.yaml]",
+                    reason: "efficientnet on openvino with openvino: dynamic_shapes failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/efficientnet/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/efficientnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -191,7 +191,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "efficientnet on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/efficientnet/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/efficientnet.yaml]; efficientnet on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/efficientnet/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/efficientnet.yaml]",
+                    reason: "efficientnet on openvino with openvino: dynamic_shapes failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/efficientnet/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/efficientnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -205,7 +205,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "efficientnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/efficientnet/model.onnx: Node '/model/pooler/AveragePool_token_94' OpType:AveragePool with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/efficientnet.yaml]; efficientnet on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/efficientnet/model.onnx: Node '/model/pooler/AveragePool_token_94' OpType:AveragePool with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/efficientnet.yaml]",
+            reason: "efficientnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/efficientnet/model.onnx: Node '/model/pooler/AveragePool_token_94' OpType:AveragePool with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/efficientnet.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -243,7 +243,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "efficientnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/efficientnet/model.onnx: Node '/model/pooler/AveragePool_token_94' OpType:AveragePool with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/efficientnet.yaml]; efficientnet on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/efficientnet/model.onnx: Node '/model/pooler/AveragePool_token_94' OpType:AveragePool with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/efficientnet.yaml]",
+                    reason: "efficientnet on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/efficientnet/model.onnx: Node '/model/pooler/AveragePool_token_94' OpType:AveragePool with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/efficientnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -252,7 +252,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "efficientnet on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/efficientnet/model.onnx: Node '/model/pooler/AveragePool_token_94' OpType:AveragePool with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/efficientnet.yaml]; efficientnet on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/efficientnet/model.onnx: Node '/model/pooler/AveragePool_token_94' OpType:AveragePool with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/efficientnet.yaml]",
+                    reason: "efficientnet on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/efficientnet/model.onnx: Node '/model/pooler/AveragePool_token_94' OpType:AveragePool with domain:com.ms.internal.nhwc was inserted… [model-specs/evidence/efficientnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -272,7 +272,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "efficientnet on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/efficientnet.yaml]; efficientnet on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/efficientnet.yaml]",
+            reason: "efficientnet on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/efficientnet.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -310,7 +310,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "efficientnet on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/efficientnet.yaml]; efficientnet on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/efficientnet.yaml]",
+                    reason: "efficientnet on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/efficientnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -319,7 +319,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "efficientnet on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/efficientnet.yaml]; efficientnet on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/efficientnet.yaml]",
+                    reason: "efficientnet on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/efficientnet.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

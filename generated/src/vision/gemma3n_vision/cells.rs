@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "gemma3n_vision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 28 nodes (49%), 1079 µs (3%) [model-specs/evidence/gemma3n_vision.yaml]",
+                    reason: "gemma3n_vision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider ran elsewhere [model-specs/evidence/gemma3n_vision.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -135,7 +135,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "gemma3n_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 22366 of 32768 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/gemma3n_vision.yaml]",
+            reason: "gemma3n_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 22366 of 32768 elements outside … of the output's spread (… abs) [model-specs/evidence/gemma3n_vision.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -149,7 +149,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "gemma3n_vision on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 45460 of 65536 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/gemma3n_vision.yaml]",
+                    reason: "gemma3n_vision on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 45460 of 65536 elements outside … of the output's spread (… abs) [model-specs/evidence/gemma3n_vision.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -161,7 +161,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "gemma3n_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 22366 of 32768 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/gemma3n_vision.yaml]",
+                    reason: "gemma3n_vision on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 45460 of 65536 elements outside … of the output's spread (… abs) [model-specs/evidence/gemma3n_vision.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -170,7 +170,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "gemma3n_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 22366 of 32768 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/gemma3n_vision.yaml]",
+                    reason: "gemma3n_vision on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 45460 of 65536 elements outside … of the output's spread (… abs) [model-specs/evidence/gemma3n_vision.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: gemma3n_vision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 28 nodes (49%), 1079 µs (3%) [model-specs/evidence/gemma3n_vision.yaml]"
+        "known issue: gemma3n_vision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×28 on CPUExecutionProvider ran elsewhere [model-specs/evidence/gemma3n_vision.yaml]"
     );
 }
 /// gemma3n_vision on openvino with OpenVINO runtime, device CPU: run.

@@ -137,7 +137,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "hiera on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/hiera/model.onnx: Failed to finalize QNN graph [model-specs/evidence/hiera.yaml]; hiera on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/hiera/model.onnx: Failed to finalize QNN graph [model-specs/evidence/hiera.yaml]",
+            reason: "hiera on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/hiera/model.onnx: Failed to finalize QNN graph [model-specs/evidence/hiera.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -175,18 +175,18 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "hiera on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/hiera/model.onnx: Failed to finalize QNN graph [model-specs/evidence/hiera.yaml]; hiera on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/hiera/model.onnx: Failed to finalize QNN graph [model-specs/evidence/hiera.yaml]",
+                    reason: "hiera on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: ReduceMax ×3 on CPUExecutionProvider, Reshape ×11 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider… [model-specs/evidence/hiera.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Load),
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "hiera on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/hiera/model.onnx: Failed to finalize QNN graph [model-specs/evidence/hiera.yaml]; hiera on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/hiera/model.onnx: Failed to finalize QNN graph [model-specs/evidence/hiera.yaml]",
+                    reason: "hiera on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: ReduceMax ×3 on CPUExecutionProvider, Reshape ×11 on CPUExecutionProvider, Split ×4 on CPUExecutionProvider… [model-specs/evidence/hiera.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Load),
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
             ),
@@ -204,7 +204,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "hiera on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/hiera.yaml]; hiera on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/hiera.yaml]",
+            reason: "hiera on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/hiera.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -214,7 +214,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "hiera on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/hiera.yaml]",
+                    reason: "hiera on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/hiera.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -222,7 +222,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "hiera on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/hiera.yaml]",
+                    reason: "hiera on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/hiera.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -230,7 +230,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "hiera on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/hiera.yaml]",
+                    reason: "hiera on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/hiera.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -242,7 +242,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "hiera on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/hiera.yaml]; hiera on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/hiera.yaml]",
+                    reason: "hiera on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/hiera.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -251,7 +251,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "hiera on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/hiera.yaml]; hiera on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/hiera.yaml]",
+                    reason: "hiera on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: GlobalAveragePool ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/hiera.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

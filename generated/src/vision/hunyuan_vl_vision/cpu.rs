@@ -13,14 +13,16 @@ mod onnx {
         "known issue: hunyuan_vl_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/hunyuan_vl_vision.yaml]"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, gate = gate_cpu
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
+        "known issue: hunyuan_vl_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/hunyuan_vl_vision.yaml]"
     );
     runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, gate =
-        gate_cpu
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
+        "known issue: hunyuan_vl_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/hunyuan_vl_vision.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+        "known issue: hunyuan_vl_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/hunyuan_vl_vision.yaml]"
     );
 }
 /// hunyuan_vl_vision on cpu with libtorch, device cpu: run.

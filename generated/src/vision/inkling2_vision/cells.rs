@@ -22,12 +22,33 @@ pub static CPU_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(
-                Precision::Int8Avx2,
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "inkling2_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/inkling2_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Int8Avx2,
+                Planned::KnownIssue {
+                    reason: "inkling2_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/inkling2_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "inkling2_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/inkling2_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// inkling2_vision on cpu: run (libtorch, device cpu).
@@ -109,7 +130,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "inkling2_vision on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2… [model-specs/evidence/inkling2_vision.yaml]; inkling2_vision on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2… [model-specs/evidence/inkling2_vision.yaml]",
+            reason: "inkling2_vision on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/inkling2_vision.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -119,7 +140,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "inkling2_vision on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2… [model-specs/evidence/inkling2_vision.yaml]",
+                    reason: "inkling2_vision on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/inkling2_vision.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -127,7 +148,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "inkling2_vision on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2… [model-specs/evidence/inkling2_vision.yaml]",
+                    reason: "inkling2_vision on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/inkling2_vision.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -147,7 +168,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "inkling2_vision on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2… [model-specs/evidence/inkling2_vision.yaml]; inkling2_vision on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2… [model-specs/evidence/inkling2_vision.yaml]",
+                    reason: "inkling2_vision on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_3 node [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -176,12 +197,22 @@ pub static OPENVINO_OV: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt8,
+                Planned::KnownIssue {
+                    reason: "inkling2_vision on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 32], expected [10, 32] (last_hidden_state_0=10, hidden=32) [model-specs/evidence/inkling2_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt4,
+                Planned::KnownIssue {
+                    reason: "inkling2_vision on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 32], expected [10, 32] (last_hidden_state_0=10, hidden=32) [model-specs/evidence/inkling2_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
         ],
@@ -192,7 +223,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "inkling2_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×10 on CPUExecutionProvider, And ×4 on CPUExecutionProvider, Cast ×16 on… [model-specs/evidence/inkling2_vision.yaml]; inkling2_vision on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×10 on CPUExecutionProvider, And ×4 on CPUExecutionProvider, Cast ×16 on… [model-specs/evidence/inkling2_vision.yaml]",
+            reason: "inkling2_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×10 on CPUExecutionProvider, And ×4 on CPUExecutionProvider, Cast ×16 on… [model-specs/evidence/inkling2_vision.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -230,7 +261,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "inkling2_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×10 on CPUExecutionProvider, And ×4 on CPUExecutionProvider, Cast ×16 on… [model-specs/evidence/inkling2_vision.yaml]; inkling2_vision on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×10 on CPUExecutionProvider, And ×4 on CPUExecutionProvider, Cast ×16 on… [model-specs/evidence/inkling2_vision.yaml]",
+                    reason: "inkling2_vision on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6533275856814736402_5 node [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -239,7 +270,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "inkling2_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×10 on CPUExecutionProvider, And ×4 on CPUExecutionProvider, Cast ×16 on… [model-specs/evidence/inkling2_vision.yaml]; inkling2_vision on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×10 on CPUExecutionProvider, And ×4 on CPUExecutionProvider, Cast ×16 on… [model-specs/evidence/inkling2_vision.yaml]",
+                    reason: "inkling2_vision on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6533275856814736402_5 node [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -259,7 +290,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "inkling2_vision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Floor ×2 on… [model-specs/evidence/inkling2_vision.yaml]; inkling2_vision on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Floor ×2 on… [model-specs/evidence/inkling2_vision.yaml]",
+            reason: "inkling2_vision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Floor ×2 on… [model-specs/evidence/inkling2_vision.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -297,18 +328,18 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "inkling2_vision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Floor ×2 on… [model-specs/evidence/inkling2_vision.yaml]; inkling2_vision on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Floor ×2 on… [model-specs/evidence/inkling2_vision.yaml]",
+                    reason: "inkling2_vision on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
             ),
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "inkling2_vision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Floor ×2 on… [model-specs/evidence/inkling2_vision.yaml]; inkling2_vision on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Floor ×2 on… [model-specs/evidence/inkling2_vision.yaml]",
+                    reason: "inkling2_vision on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
@@ -344,25 +375,28 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &[
             PrecisionCheck::new(
                 Precision::Fp16,
-                Planned::NotTested {
-                    reason: "not tested here: inkling2_vision on webgpu with browser: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/inkling2_vision.yaml]",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "inkling2_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
             ),
             PrecisionCheck::new(
                 Precision::Q4,
-                Planned::NotTested {
-                    reason: "not tested here: inkling2_vision on webgpu with browser: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/inkling2_vision.yaml]",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "inkling2_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::NotTested {
-                    reason: "not tested here: inkling2_vision on webgpu with browser: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/inkling2_vision.yaml]",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "inkling2_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
@@ -389,9 +423,33 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "inkling2_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/inkling2_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "inkling2_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/inkling2_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "inkling2_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/inkling2_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// inkling2_vision on webgpu: not-tested (onnxruntime-web in headless Firefox, webgpu).
@@ -424,7 +482,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::NotTested {
-                    reason: "not tested here: inkling2_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/inkling2_vision.yaml]",
+                    reason: "not tested here: inkling2_vision on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
@@ -432,7 +490,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::NotTested {
-                    reason: "not tested here: inkling2_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/inkling2_vision.yaml]",
+                    reason: "not tested here: inkling2_vision on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
@@ -440,7 +498,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::NotTested {
-                    reason: "not tested here: inkling2_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/inkling2_vision.yaml]",
+                    reason: "not tested here: inkling2_vision on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),

@@ -243,7 +243,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::NotTested {
-            reason: "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml]; internvl_vision on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml]",
+            reason: "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml] (the store also holds runs)",
             stage: Stage::Run,
         },
     )
@@ -274,7 +274,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::NotTested {
-                    reason: "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml]; internvl_vision on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml]",
+                    reason: "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml] (the store also holds runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
@@ -282,7 +282,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::NotTested {
-                    reason: "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml]; internvl_vision on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml]",
+                    reason: "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml] (the store also holds runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
@@ -290,7 +290,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::NotTested {
-                    reason: "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml]; internvl_vision on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml]",
+                    reason: "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml] (the store also holds runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),

@@ -34,7 +34,7 @@ mod native {
         "known issue: internvl_vision on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Resize node [model-specs/evidence/internvl_vision.yaml]"
     );
 }
-/// internvl_vision on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml]; internvl_vision on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml]).
+/// internvl_vision on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated vision::internvl_vision::webgpu::firefox::`.
 mod firefox {
@@ -51,15 +51,15 @@ mod firefox {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
-        "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml]; internvl_vision on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml]"
+        "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml] (the store also holds runs)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
-        "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml]; internvl_vision on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml]"
+        "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml] (the store also holds runs)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
-        "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml]; internvl_vision on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml]"
+        "not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml] (the store also holds runs)"
     );
 }
 /// internvl_vision's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -145,7 +145,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "levit on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 54 of 64 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/levit.yaml]",
+            reason: "levit on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 54 of 64 elements outside … of the output's spread (… abs) [model-specs/evidence/levit.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -159,7 +159,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "levit on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 91 of 128 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/levit.yaml]",
+                    reason: "levit on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 91 of 128 elements outside … of the output's spread (… abs) [model-specs/evidence/levit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -171,7 +171,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "levit on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 54 of 64 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/levit.yaml]",
+                    reason: "levit on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 91 of 128 elements outside … of the output's spread (… abs) [model-specs/evidence/levit.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -180,7 +180,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "levit on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 54 of 64 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/levit.yaml]",
+                    reason: "levit on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 91 of 128 elements outside … of the output's spread (… abs) [model-specs/evidence/levit.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -233,7 +233,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "levit on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/levit.yaml]",
+                    reason: "levit on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/levit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -251,7 +251,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "levit on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/levit.yaml]",
+                    reason: "levit on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/levit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -13,7 +13,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "lw_detr on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row (of 1 [model-specs/evidence/lw_detr.yaml]",
+                    reason: "lw_detr on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row [model-specs/evidence/lw_detr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -22,7 +22,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8Avx2,
                 Planned::KnownIssue {
-                    reason: "lw_detr on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row (of 1 [model-specs/evidence/lw_detr.yaml]",
+                    reason: "lw_detr on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row [model-specs/evidence/lw_detr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -31,7 +31,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "lw_detr on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row (of 1 [model-specs/evidence/lw_detr.yaml]",
+                    reason: "lw_detr on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row [model-specs/evidence/lw_detr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -132,7 +132,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "lw_detr on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row (of 1 [model-specs/evidence/lw_detr.yaml]",
+                    reason: "lw_detr on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row [model-specs/evidence/lw_detr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -141,7 +141,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "lw_detr on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row (of 1 [model-specs/evidence/lw_detr.yaml]",
+                    reason: "lw_detr on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row [model-specs/evidence/lw_detr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -155,7 +155,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "lw_detr on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/lw_detr.yaml]; lw_detr on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/lw_detr.yaml]",
+            reason: "lw_detr on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/lw_detr.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -193,7 +193,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "lw_detr on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/lw_detr.yaml]; lw_detr on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/lw_detr.yaml]",
+                    reason: "lw_detr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×8 on… [model-specs/evidence/lw_detr.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -202,7 +202,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "lw_detr on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/lw_detr.yaml]; lw_detr on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/lw_detr.yaml]",
+                    reason: "lw_detr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×8 on… [model-specs/evidence/lw_detr.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -222,7 +222,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "lw_detr on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/lw_detr.yaml]; lw_detr on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/lw_detr.yaml]",
+            reason: "lw_detr on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/lw_detr.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -260,7 +260,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "lw_detr on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/lw_detr.yaml]; lw_detr on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/lw_detr.yaml]",
+                    reason: "lw_detr on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/lw_detr.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -269,7 +269,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "lw_detr on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/lw_detr.yaml]; lw_detr on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/lw_detr.yaml]",
+                    reason: "lw_detr on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/lw_detr.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -312,7 +312,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "lw_detr on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row (of 1 [model-specs/evidence/lw_detr.yaml]",
+                    reason: "lw_detr on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row [model-specs/evidence/lw_detr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

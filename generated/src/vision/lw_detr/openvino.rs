@@ -17,10 +17,10 @@ mod ov {
     runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
     runtime::precision_test!(
         nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: lw_detr on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row (of 1 [model-specs/evidence/lw_detr.yaml]"
+        "known issue: lw_detr on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row [model-specs/evidence/lw_detr.yaml]"
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: lw_detr on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row (of 1 [model-specs/evidence/lw_detr.yaml]"
+        "known issue: lw_detr on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row [model-specs/evidence/lw_detr.yaml]"
     );
 }

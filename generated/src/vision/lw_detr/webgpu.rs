@@ -28,7 +28,7 @@ mod native {
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: lw_detr on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row (of 1 [model-specs/evidence/lw_detr.yaml]"
+        "known issue: lw_detr on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row [model-specs/evidence/lw_detr.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =

@@ -22,12 +22,33 @@ pub static CPU_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(
-                Precision::Int8Avx2,
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Int8Avx2,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// minicpm_ocr_vision on cpu: run (libtorch, device cpu).
@@ -123,7 +144,17 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         ],
     )
     .with_precision_checks(
-        &[PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85))],
+        &[
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 0, 32], expected [1, 2, 32] (batch=1, images=2, hidden=32) [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+        ],
     );
 /// minicpm_ocr_vision on openvino: run (OpenVINO runtime, device CPU).
 pub static OPENVINO_OV: Cell = Cell::new(
@@ -146,12 +177,22 @@ pub static OPENVINO_OV: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt8,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 0, 32], expected [1, 2, 32] (batch=1, images=2, hidden=32) [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(
+            PrecisionCheck::new(
                 Precision::NncfInt4,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 0, 32], expected [1, 2, 32] (batch=1, images=2, hidden=32) [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
         ],
@@ -177,8 +218,24 @@ pub static QNN_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Qdq8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
+            PrecisionCheck::new(
+                Precision::Qdq8,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/minicpm_ocr_vision/model.onnx: Node (/model/encoder/layers.0/self_attn/Split_1) Op (Split) [ShapeInferenceError] Mismatch between the… [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/minicpm_ocr_vision/model.onnx: Node (/model/encoder/layers.0/self_attn/Split_1) Op (Split) [ShapeInferenceError] Mismatch between the… [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
         ],
     )
     .computing_float32_in(
@@ -208,8 +265,24 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Qdq8, AgreementBound::new(0.98, 0.1, 0.85)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Qdq8,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
         ],
     );
 /// minicpm_ocr_vision on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -233,9 +306,33 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// minicpm_ocr_vision on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -259,9 +356,33 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// minicpm_ocr_vision on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
@@ -285,9 +406,33 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "minicpm_ocr_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpm_ocr_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// minicpm_ocr_vision on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -13,15 +13,16 @@ mod browser {
         "known issue: minicpm_ocr_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpm_ocr_vision.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, gate =
-        gate_webgpu
+        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+        "known issue: minicpm_ocr_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpm_ocr_vision.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, gate = gate_webgpu
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: minicpm_ocr_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpm_ocr_vision.yaml]"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, gate =
-        gate_webgpu
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: minicpm_ocr_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpm_ocr_vision.yaml]"
     );
 }
 /// minicpm_ocr_vision on webgpu with onnxruntime, WebGpuExecutionProvider: run.
@@ -37,15 +38,16 @@ mod native {
         "known issue: minicpm_ocr_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpm_ocr_vision.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, gate =
-        gate_webgpu
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: minicpm_ocr_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpm_ocr_vision.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, gate = gate_webgpu
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+        "known issue: minicpm_ocr_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpm_ocr_vision.yaml]"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, gate =
-        gate_webgpu
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
+        "known issue: minicpm_ocr_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpm_ocr_vision.yaml]"
     );
 }
 /// minicpm_ocr_vision on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
@@ -64,16 +66,16 @@ mod firefox {
         "known issue: minicpm_ocr_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpm_ocr_vision.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, gate =
-        gate_webgpu_firefox
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
+        "known issue: minicpm_ocr_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpm_ocr_vision.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, gate =
-        gate_webgpu_firefox
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
+        "known issue: minicpm_ocr_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpm_ocr_vision.yaml]"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, gate =
-        gate_webgpu_firefox
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
+        "known issue: minicpm_ocr_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpm_ocr_vision.yaml]"
     );
 }
 /// minicpm_ocr_vision's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

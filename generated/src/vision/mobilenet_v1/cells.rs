@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "mobilenet_v1 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×27 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 27 nodes (49%), 406 µs (6%) [model-specs/evidence/mobilenet_v1.yaml]",
+                    reason: "mobilenet_v1 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×27 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilenet_v1.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: mobilenet_v1 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×27 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 27 nodes (49%), 406 µs (6%) [model-specs/evidence/mobilenet_v1.yaml]"
+        "known issue: mobilenet_v1 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×27 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilenet_v1.yaml]"
     );
 }
 /// mobilenet_v1 on openvino with OpenVINO runtime, device CPU: run.

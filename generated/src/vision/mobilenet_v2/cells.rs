@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "mobilenet_v2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×52 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 52 nodes (50%), 641 µs (5%) [model-specs/evidence/mobilenet_v2.yaml]",
+                    reason: "mobilenet_v2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×52 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilenet_v2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

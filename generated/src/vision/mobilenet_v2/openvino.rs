@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: mobilenet_v2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×52 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 52 nodes (50%), 641 µs (5%) [model-specs/evidence/mobilenet_v2.yaml]"
+        "known issue: mobilenet_v2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×52 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilenet_v2.yaml]"
     );
 }
 /// mobilenet_v2 on openvino with OpenVINO runtime, device CPU: run.

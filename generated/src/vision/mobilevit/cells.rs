@@ -137,7 +137,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "mobilevit on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 13 of 32 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/mobilevit.yaml]",
+            reason: "mobilevit on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 13 of 32 elements outside … of the output's spread (… abs) [model-specs/evidence/mobilevit.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -151,7 +151,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "mobilevit on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 29 of 64 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/mobilevit.yaml]",
+                    reason: "mobilevit on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 29 of 64 elements outside … of the output's spread (… abs) [model-specs/evidence/mobilevit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -163,7 +163,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "mobilevit on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 13 of 32 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/mobilevit.yaml]",
+                    reason: "mobilevit on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 29 of 64 elements outside … of the output's spread (… abs) [model-specs/evidence/mobilevit.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -172,7 +172,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "mobilevit on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 13 of 32 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/mobilevit.yaml]",
+                    reason: "mobilevit on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 29 of 64 elements outside … of the output's spread (… abs) [model-specs/evidence/mobilevit.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -240,7 +240,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "mobilevit on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/mobilevit.yaml]",
+                    reason: "mobilevit on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/mobilevit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -250,7 +250,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "mobilevit on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/mobilevit.yaml]",
+                    reason: "mobilevit on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/mobilevit.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -105,7 +105,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "mobilevitv2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Col2Im ×3 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, ReduceMean ×1 on CPUExecutionProvider… [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Col2Im ×3 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, ReduceMean ×1 on CPUExecutionProvider… [model-specs/evidence/mobilevitv2.yaml]",
+            reason: "mobilevitv2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Col2Im ×3 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, ReduceMean ×1 on CPUExecutionProvider… [model-specs/evidence/mobilevitv2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -143,7 +143,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "mobilevitv2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Col2Im ×3 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, ReduceMean ×1 on CPUExecutionProvider… [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Col2Im ×3 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, ReduceMean ×1 on CPUExecutionProvider… [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Col2Im ×3 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, ReduceMean ×1 on CPUExecutionProvider… [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -180,7 +180,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "mobilevitv2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 115 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 98 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+            reason: "mobilevitv2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -190,7 +190,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "mobilevitv2 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 98 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -198,7 +198,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "mobilevitv2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 115 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -218,7 +218,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "mobilevitv2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 115 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 98 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_16874751626419193684_4 node [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -227,7 +227,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "mobilevitv2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 115 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 98 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_16874751626419193684_4 node [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -247,7 +247,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "mobilevitv2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (23%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (23%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+            reason: "mobilevitv2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -257,7 +257,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "mobilevitv2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (23%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -265,7 +265,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "mobilevitv2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (23%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -273,7 +273,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "mobilevitv2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (23%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -285,7 +285,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "mobilevitv2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (23%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (23%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -294,7 +294,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "mobilevitv2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (23%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (23%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -308,7 +308,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "mobilevitv2 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+            reason: "mobilevitv2 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -318,7 +318,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -326,7 +326,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -334,7 +334,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -346,7 +346,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -355,7 +355,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -364,7 +364,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -378,7 +378,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "mobilevitv2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 407 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 349 µs (1%) [model-specs/evidence/mobilevitv2.yaml]",
+            reason: "mobilevitv2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -388,7 +388,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 349 µs (1%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -396,7 +396,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 407 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -404,7 +404,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 474 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -416,7 +416,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 407 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 349 µs (1%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -425,7 +425,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 407 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 349 µs (1%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -434,7 +434,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 407 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 349 µs (1%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -448,7 +448,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "mobilevitv2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+            reason: "mobilevitv2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -458,7 +458,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -466,7 +466,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -474,7 +474,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -486,7 +486,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -495,7 +495,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -504,7 +504,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]; mobilevitv2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 56 nodes (13%), 0 µs (0%) [model-specs/evidence/mobilevitv2.yaml]",
+                    reason: "mobilevitv2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -22,12 +22,33 @@ pub static CPU_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(
-                Precision::Int8Avx2,
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "muse_glimmer_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 32], expected [2, 32] (images=2, hidden=32) [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Int8Avx2,
+                Planned::KnownIssue {
+                    reason: "muse_glimmer_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 32], expected [2, 32] (images=2, hidden=32) [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "muse_glimmer_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 32], expected [2, 32] (images=2, hidden=32) [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// muse_glimmer_vision on cpu: run (libtorch, device cpu).
@@ -109,7 +130,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "muse_glimmer_vision on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/muse_glimmer_vision/model.onnx: Exception during initialization… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/muse_glimmer_vision/model.onnx: Exception during initialization… [model-specs/evidence/muse_glimmer_vision.yaml]",
+            reason: "muse_glimmer_vision on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/muse_glimmer_vision/model.onnx: Exception during initialization… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -147,7 +168,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/muse_glimmer_vision/model.onnx: Exception during initialization… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/muse_glimmer_vision/model.onnx: Exception during initialization… [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    reason: "muse_glimmer_vision on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/muse_glimmer_vision/model.onnx: Exception during initialization… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -161,7 +182,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_OV,
         Planned::KnownIssue {
-            reason: "muse_glimmer_vision on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/muse_glimmer_vision/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/muse_glimmer_vision/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/muse_glimmer_vision.yaml]",
+            reason: "muse_glimmer_vision on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/muse_glimmer_vision/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -199,7 +220,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/muse_glimmer_vision/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/muse_glimmer_vision/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    reason: "muse_glimmer_vision on openvino with openvino: dynamic_shapes failed: the model with the standard tool (model-load): OpenVINO reading <fixtures>/muse_glimmer_vision/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -208,7 +229,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/muse_glimmer_vision/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/muse_glimmer_vision/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    reason: "muse_glimmer_vision on openvino with openvino: dynamic_shapes failed: the model with the standard tool (model-load): OpenVINO reading <fixtures>/muse_glimmer_vision/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -222,7 +243,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "muse_glimmer_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×16 on CPUExecutionProvider, And ×2 on CPUExecutionProvider, Cast ×8 on… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×16 on CPUExecutionProvider, And ×2 on CPUExecutionProvider, Cast ×8 on… [model-specs/evidence/muse_glimmer_vision.yaml]",
+            reason: "muse_glimmer_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×16 on CPUExecutionProvider, And ×2 on CPUExecutionProvider, Cast ×8 on… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -260,7 +281,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×16 on CPUExecutionProvider, And ×2 on CPUExecutionProvider, Cast ×8 on… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×16 on CPUExecutionProvider, And ×2 on CPUExecutionProvider, Cast ×8 on… [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    reason: "muse_glimmer_vision on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×16 on CPUExecutionProvider, And ×2 on CPUExecutionProvider, Cast ×8 on… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -269,7 +290,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×16 on CPUExecutionProvider, And ×2 on CPUExecutionProvider, Cast ×8 on… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×16 on CPUExecutionProvider, And ×2 on CPUExecutionProvider, Cast ×8 on… [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    reason: "muse_glimmer_vision on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×16 on CPUExecutionProvider, And ×2 on CPUExecutionProvider, Cast ×8 on… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -289,7 +310,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "muse_glimmer_vision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, ConstantOfShape… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, ConstantOfShape… [model-specs/evidence/muse_glimmer_vision.yaml]",
+            reason: "muse_glimmer_vision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, ConstantOfShape… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -327,7 +348,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, ConstantOfShape… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, ConstantOfShape… [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    reason: "muse_glimmer_vision on webnn with browser: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, ConstantOfShape… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -336,7 +357,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, ConstantOfShape… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, ConstantOfShape… [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    reason: "muse_glimmer_vision on webnn with browser: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, ConstantOfShape… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -350,7 +371,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "muse_glimmer_vision on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]",
+            reason: "muse_glimmer_vision on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -388,7 +409,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    reason: "muse_glimmer_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -397,7 +418,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    reason: "muse_glimmer_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -406,7 +427,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    reason: "muse_glimmer_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -420,7 +441,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "muse_glimmer_vision on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]",
+            reason: "muse_glimmer_vision on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -458,7 +479,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    reason: "muse_glimmer_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×6 on CPUExecutionProvider, Equal ×6 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -467,7 +488,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    reason: "muse_glimmer_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×6 on CPUExecutionProvider, Equal ×6 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -476,7 +497,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    reason: "muse_glimmer_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×6 on CPUExecutionProvider, Equal ×6 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -490,7 +511,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "muse_glimmer_vision on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]",
+            reason: "muse_glimmer_vision on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -528,7 +549,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    reason: "muse_glimmer_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -537,7 +558,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    reason: "muse_glimmer_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -546,7 +567,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]; muse_glimmer_vision on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    reason: "muse_glimmer_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -13,14 +13,16 @@ mod onnx {
         "known issue: muse_glimmer_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 32], expected [2, 32] (images=2, hidden=32) [model-specs/evidence/muse_glimmer_vision.yaml]"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, gate = gate_cpu
+        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
+        "known issue: muse_glimmer_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 32], expected [2, 32] (images=2, hidden=32) [model-specs/evidence/muse_glimmer_vision.yaml]"
     );
     runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, gate =
-        gate_cpu
+        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
+        "known issue: muse_glimmer_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 32], expected [2, 32] (images=2, hidden=32) [model-specs/evidence/muse_glimmer_vision.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
+        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+        "known issue: muse_glimmer_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 32], expected [2, 32] (images=2, hidden=32) [model-specs/evidence/muse_glimmer_vision.yaml]"
     );
 }
 /// muse_glimmer_vision on cpu with libtorch, device cpu: run.

@@ -18,7 +18,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "oneformer on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output transformer_decoder_mask_predictions: cosine similarity … in its worst row (of 1 [model-specs/evidence/oneformer.yaml]",
+                    reason: "oneformer on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output transformer_decoder_mask_predictions: cosine similarity … in its worst row [model-specs/evidence/oneformer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -106,7 +106,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "oneformer on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Add ×98 on CPUExecutionProvider, BiasGelu ×1 on CPUExecutionProvider, Cast ×47 on CPUExecutionProvider, Concat… [model-specs/evidence/oneformer.yaml]; oneformer on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Add ×98 on CPUExecutionProvider, BiasGelu ×1 on CPUExecutionProvider, Cast ×47 on CPUExecutionProvider, Concat… [model-specs/evidence/oneformer.yaml]",
+            reason: "oneformer on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Add ×98 on CPUExecutionProvider, BiasGelu ×1 on CPUExecutionProvider, Cast ×47 on CPUExecutionProvider, Concat… [model-specs/evidence/oneformer.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -144,7 +144,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "oneformer on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Add ×98 on CPUExecutionProvider, BiasGelu ×1 on CPUExecutionProvider, Cast ×47 on CPUExecutionProvider, Concat… [model-specs/evidence/oneformer.yaml]; oneformer on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Add ×98 on CPUExecutionProvider, BiasGelu ×1 on CPUExecutionProvider, Cast ×47 on CPUExecutionProvider, Concat… [model-specs/evidence/oneformer.yaml]",
+                    reason: "oneformer on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Add ×98 on CPUExecutionProvider, BiasGelu ×1 on CPUExecutionProvider, Cast ×47 on CPUExecutionProvider, Concat… [model-specs/evidence/oneformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -168,7 +168,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "oneformer on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output transformer_decoder_mask_predictions: cosine similarity … in its worst row (of 1 [model-specs/evidence/oneformer.yaml]",
+                    reason: "oneformer on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output transformer_decoder_mask_predictions: cosine similarity … in its worst row [model-specs/evidence/oneformer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -182,7 +182,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "oneformer on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×3 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/oneformer.yaml]; oneformer on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×3 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/oneformer.yaml]",
+            reason: "oneformer on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×3 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/oneformer.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -220,7 +220,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "oneformer on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×3 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/oneformer.yaml]; oneformer on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×3 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/oneformer.yaml]",
+                    reason: "oneformer on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×3 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/oneformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -229,7 +229,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "oneformer on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×3 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/oneformer.yaml]; oneformer on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×3 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/oneformer.yaml]",
+                    reason: "oneformer on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×3 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/oneformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -249,7 +249,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "oneformer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24… [model-specs/evidence/oneformer.yaml]; oneformer on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24… [model-specs/evidence/oneformer.yaml]",
+            reason: "oneformer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere [model-specs/evidence/oneformer.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -259,7 +259,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "oneformer on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24… [model-specs/evidence/oneformer.yaml]",
+                    reason: "oneformer on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere [model-specs/evidence/oneformer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -267,7 +267,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "oneformer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24… [model-specs/evidence/oneformer.yaml]",
+                    reason: "oneformer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere [model-specs/evidence/oneformer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -275,7 +275,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "oneformer on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24… [model-specs/evidence/oneformer.yaml]",
+                    reason: "oneformer on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere [model-specs/evidence/oneformer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -287,7 +287,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "oneformer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24… [model-specs/evidence/oneformer.yaml]; oneformer on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24… [model-specs/evidence/oneformer.yaml]",
+                    reason: "oneformer on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere [model-specs/evidence/oneformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -296,7 +296,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "oneformer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24… [model-specs/evidence/oneformer.yaml]; oneformer on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24… [model-specs/evidence/oneformer.yaml]",
+                    reason: "oneformer on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Div ×2 on CPUExecutionProvider, GridSample ×6 on CPUExecutionProvider ran elsewhere [model-specs/evidence/oneformer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -331,7 +331,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "oneformer on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output transformer_decoder_mask_predictions: cosine similarity … in its worst row (of 1 [model-specs/evidence/oneformer.yaml]",
+                    reason: "oneformer on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output transformer_decoder_mask_predictions: cosine similarity … in its worst row [model-specs/evidence/oneformer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -340,7 +340,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "oneformer on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output transformer_decoder_mask_predictions: cosine similarity … in its worst row (of 1 [model-specs/evidence/oneformer.yaml]",
+                    reason: "oneformer on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output transformer_decoder_mask_predictions: cosine similarity … in its worst row [model-specs/evidence/oneformer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -14,7 +14,7 @@ mod onnx {
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: oneformer on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output transformer_decoder_mask_predictions: cosine similarity … in its worst row (of 1 [model-specs/evidence/oneformer.yaml]"
+        "known issue: oneformer on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output transformer_decoder_mask_predictions: cosine similarity … in its worst row [model-specs/evidence/oneformer.yaml]"
     );
 }
 /// oneformer on cpu with libtorch, device cpu: run.

@@ -28,11 +28,11 @@ mod native {
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: oneformer on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output transformer_decoder_mask_predictions: cosine similarity … in its worst row (of 1 [model-specs/evidence/oneformer.yaml]"
+        "known issue: oneformer on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output transformer_decoder_mask_predictions: cosine similarity … in its worst row [model-specs/evidence/oneformer.yaml]"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: oneformer on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output transformer_decoder_mask_predictions: cosine similarity … in its worst row (of 1 [model-specs/evidence/oneformer.yaml]"
+        "known issue: oneformer on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output transformer_decoder_mask_predictions: cosine similarity … in its worst row [model-specs/evidence/oneformer.yaml]"
     );
 }
 /// oneformer on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

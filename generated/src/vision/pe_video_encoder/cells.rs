@@ -104,7 +104,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "pe_video_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 117 µs (1%) [model-specs/evidence/pe_video_encoder.yaml]",
+                    reason: "pe_video_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pe_video_encoder.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -128,7 +128,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "pe_video_encoder on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/pe_video_encoder.yaml]",
+                    reason: "pe_video_encoder on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/pe_video_encoder.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -142,7 +142,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "pe_video_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_video_encoder.yaml]; pe_video_encoder on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_video_encoder.yaml]",
+            reason: "pe_video_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_video_encoder.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -180,7 +180,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "pe_video_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_video_encoder.yaml]; pe_video_encoder on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_video_encoder.yaml]",
+                    reason: "pe_video_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_video_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -189,7 +189,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "pe_video_encoder on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_video_encoder.yaml]; pe_video_encoder on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_video_encoder.yaml]",
+                    reason: "pe_video_encoder on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Mul ×4 on CPUExecutionProvider, ReduceSum ×4 on CPUExecutionProvider, Reshape ×4 on CPUExecutionProvider, Transpose… [model-specs/evidence/pe_video_encoder.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: pe_video_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%), 117 µs (1%) [model-specs/evidence/pe_video_encoder.yaml]"
+        "known issue: pe_video_encoder on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pe_video_encoder.yaml]"
     );
 }
 /// pe_video_encoder on openvino with OpenVINO runtime, device CPU: run.
@@ -21,6 +21,6 @@ mod ov {
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: pe_video_encoder on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/pe_video_encoder.yaml]"
+        "known issue: pe_video_encoder on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/pe_video_encoder.yaml]"
     );
 }

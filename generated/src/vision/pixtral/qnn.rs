@@ -13,9 +13,11 @@ mod onnx {
         "known issue: pixtral on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/pixtral/model.onnx: Node (/model/Split) Op (Split) [ShapeInferenceError] Mismatch between the sum of 'split' (1) and the split dimension… [model-specs/evidence/pixtral.yaml]"
     );
     runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, gate = gate_qnn
+        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+        "known issue: pixtral on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/pixtral/model.onnx: Node (/model/Split) Op (Split) [ShapeInferenceError] Mismatch between the sum of 'split' (1) and the split dimension… [model-specs/evidence/pixtral.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: pixtral on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/pixtral/model.onnx: Node (/model/Split) Op (Split) [ShapeInferenceError] Mismatch between the sum of 'split' (1) and the split dimension… [model-specs/evidence/pixtral.yaml]"
     );
 }

@@ -13,7 +13,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 30 [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/pp_doclayout_v4.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -22,7 +22,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8Avx2,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 30 [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/pp_doclayout_v4.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -31,7 +31,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 30 [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/pp_doclayout_v4.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -106,7 +106,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "pp_doclayout_v4 on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/pp_doclayout_v4/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos' [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/pp_doclayout_v4/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos' [model-specs/evidence/pp_doclayout_v4.yaml]",
+            reason: "pp_doclayout_v4 on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/pp_doclayout_v4/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos' [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -144,7 +144,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/pp_doclayout_v4/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos' [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/pp_doclayout_v4/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos' [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/pp_doclayout_v4/model.onnx: Could not find an implementation for Cos(7) node with name '/model/encoder/aifi.0/position_embedding/Cos' [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -164,7 +164,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 30 [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/pp_doclayout_v4.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -173,7 +173,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 30 [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/pp_doclayout_v4.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -187,7 +187,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "pp_doclayout_v4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml]",
+            reason: "pp_doclayout_v4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -225,7 +225,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -234,7 +234,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Div ×2 on CPUExecutionProvider, Mul ×6 on CPUExecutionProvider, Reshape ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -254,7 +254,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "pp_doclayout_v4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pp_doclayout_v4.yaml]",
+            reason: "pp_doclayout_v4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -292,7 +292,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -301,7 +301,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -315,7 +315,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "pp_doclayout_v4 on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml]",
+            reason: "pp_doclayout_v4 on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -353,7 +353,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -362,7 +362,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -371,7 +371,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -385,7 +385,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "pp_doclayout_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml]",
+            reason: "pp_doclayout_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -423,7 +423,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -432,7 +432,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -441,7 +441,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -455,7 +455,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "pp_doclayout_v4 on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml]",
+            reason: "pp_doclayout_v4 on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -493,7 +493,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -502,7 +502,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -511,7 +511,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "pp_doclayout_v4 on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml]; pp_doclayout_v4 on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml]",
+                    reason: "pp_doclayout_v4 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -7,15 +7,15 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: pp_doclayout_v4 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 30 [model-specs/evidence/pp_doclayout_v4.yaml]"
+        "known issue: pp_doclayout_v4 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/pp_doclayout_v4.yaml]"
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: pp_doclayout_v4 on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 30 [model-specs/evidence/pp_doclayout_v4.yaml]"
+        "known issue: pp_doclayout_v4 on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/pp_doclayout_v4.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: pp_doclayout_v4 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 30 [model-specs/evidence/pp_doclayout_v4.yaml]"
+        "known issue: pp_doclayout_v4 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/pp_doclayout_v4.yaml]"
     );
 }
 /// pp_doclayout_v4 on cpu with libtorch, device cpu: run.

@@ -21,6 +21,6 @@ mod ov {
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: sam on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output iou_scores: cosine similarity … in its worst row (of 1 [model-specs/evidence/sam.yaml]"
+        "known issue: sam on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output iou_scores: cosine similarity … in its worst row [model-specs/evidence/sam.yaml]"
     );
 }

@@ -34,33 +34,33 @@ mod native {
         "known issue: sam2 on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Resize node [model-specs/evidence/sam2.yaml]"
     );
 }
-/// sam2 on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (sam2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 700 nodes (48%), 0 µs (0%) [model-specs/evidence/sam2.yaml]; sam2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 700 nodes (48%), 0 µs (0%) [model-specs/evidence/sam2.yaml]).
+/// sam2 on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (sam2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated vision::sam2::webgpu::firefox::`.
 mod firefox {
     runtime::check_test!(
         runs, super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: sam2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 700 nodes (48%), 0 µs (0%) [model-specs/evidence/sam2.yaml]"
+        "known issue: sam2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2.yaml]"
     );
     runtime::check_test!(
         matches_reference, super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: sam2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 700 nodes (48%), 0 µs (0%) [model-specs/evidence/sam2.yaml]"
+        "known issue: sam2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2.yaml]"
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: sam2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 700 nodes (48%), 0 µs (0%) [model-specs/evidence/sam2.yaml]"
+        "known issue: sam2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
-        "known issue: sam2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 700 nodes (48%), 0 µs (0%) [model-specs/evidence/sam2.yaml]; sam2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 700 nodes (48%), 0 µs (0%) [model-specs/evidence/sam2.yaml]"
+        "known issue: sam2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2.yaml] (the store also holds matches_reference, runs)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
-        "known issue: sam2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 700 nodes (48%), 0 µs (0%) [model-specs/evidence/sam2.yaml]; sam2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 700 nodes (48%), 0 µs (0%) [model-specs/evidence/sam2.yaml]"
+        "known issue: sam2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2.yaml] (the store also holds matches_reference, runs)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
-        "known issue: sam2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 700 nodes (48%), 0 µs (0%) [model-specs/evidence/sam2.yaml]; sam2 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 700 nodes (48%), 0 µs (0%) [model-specs/evidence/sam2.yaml]"
+        "known issue: sam2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2.yaml] (the store also holds matches_reference, runs)"
     );
 }
 /// sam2's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

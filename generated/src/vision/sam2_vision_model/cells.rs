@@ -98,7 +98,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "sam2_vision_model on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam2_vision_model/model.onnx: Exception during initialization… [model-specs/evidence/sam2_vision_model.yaml]; sam2_vision_model on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/sam2_vision_model/model.onnx: Exception during initialization… [model-specs/evidence/sam2_vision_model.yaml]",
+            reason: "sam2_vision_model on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam2_vision_model/model.onnx: Exception during initialization… [model-specs/evidence/sam2_vision_model.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -136,7 +136,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "sam2_vision_model on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam2_vision_model/model.onnx: Exception during initialization… [model-specs/evidence/sam2_vision_model.yaml]; sam2_vision_model on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/sam2_vision_model/model.onnx: Exception during initialization… [model-specs/evidence/sam2_vision_model.yaml]",
+                    reason: "sam2_vision_model on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/sam2_vision_model/model.onnx: Exception during initialization… [model-specs/evidence/sam2_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -175,7 +175,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "sam2_vision_model on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24… [model-specs/evidence/sam2_vision_model.yaml]",
+                    reason: "sam2_vision_model on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_vision_model.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -184,8 +184,24 @@ pub static QNN_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Qdq8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
+            PrecisionCheck::new(
+                Precision::Qdq8,
+                Planned::KnownIssue {
+                    reason: "sam2_vision_model on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_vision_model.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "sam2_vision_model on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_vision_model.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
         ],
     )
     .computing_float32_in(
@@ -200,7 +216,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "sam2_vision_model on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam2_vision_model.yaml]; sam2_vision_model on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam2_vision_model.yaml]",
+            reason: "sam2_vision_model on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam2_vision_model.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -238,7 +254,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam2_vision_model on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam2_vision_model.yaml]; sam2_vision_model on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam2_vision_model.yaml]",
+                    reason: "sam2_vision_model on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam2_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -247,7 +263,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "sam2_vision_model on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam2_vision_model.yaml]; sam2_vision_model on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam2_vision_model.yaml]",
+                    reason: "sam2_vision_model on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam2_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -261,7 +277,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "sam2_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]; sam2_vision_model on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]",
+            reason: "sam2_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_vision_model.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -271,7 +287,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "sam2_vision_model on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]",
+                    reason: "sam2_vision_model on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_vision_model.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -279,7 +295,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "sam2_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]",
+                    reason: "sam2_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_vision_model.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -287,7 +303,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "sam2_vision_model on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]",
+                    reason: "sam2_vision_model on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_vision_model.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -299,7 +315,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam2_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]; sam2_vision_model on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]",
+                    reason: "sam2_vision_model on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -308,7 +324,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "sam2_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]; sam2_vision_model on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]",
+                    reason: "sam2_vision_model on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -317,7 +333,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "sam2_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]; sam2_vision_model on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]",
+                    reason: "sam2_vision_model on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -361,7 +377,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "sam2_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]; sam2_vision_model on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]",
+            reason: "sam2_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_vision_model.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -371,7 +387,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "sam2_vision_model on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]",
+                    reason: "sam2_vision_model on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_vision_model.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -379,7 +395,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "sam2_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]",
+                    reason: "sam2_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_vision_model.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -387,7 +403,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "sam2_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]",
+                    reason: "sam2_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_vision_model.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -399,7 +415,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam2_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]; sam2_vision_model on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]",
+                    reason: "sam2_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -408,7 +424,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "sam2_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]; sam2_vision_model on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]",
+                    reason: "sam2_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -417,7 +433,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "sam2_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]; sam2_vision_model on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 601 nodes (49%), 0 µs (0%) [model-specs/evidence/sam2_vision_model.yaml]",
+                    reason: "sam2_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

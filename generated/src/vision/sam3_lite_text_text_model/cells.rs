@@ -91,7 +91,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "sam3_lite_text_text_model on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 90 µs (3%) [model-specs/evidence/sam3_lite_text_text_model.yaml]",
+                    reason: "sam3_lite_text_text_model on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text_text_model.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: sam3_lite_text_text_model on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 8 nodes (47%), 90 µs (3%) [model-specs/evidence/sam3_lite_text_text_model.yaml]"
+        "known issue: sam3_lite_text_text_model on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×8 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_lite_text_text_model.yaml]"
     );
 }
 /// sam3_lite_text_text_model on openvino with OpenVINO runtime, device CPU: run.

@@ -85,7 +85,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "sam3_tracker on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_tracker/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/sam3_tracker.yaml]; sam3_tracker on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_tracker/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/sam3_tracker.yaml]",
+            reason: "sam3_tracker on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_tracker/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/sam3_tracker.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -123,7 +123,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "sam3_tracker on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_tracker/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/sam3_tracker.yaml]; sam3_tracker on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_tracker/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/sam3_tracker.yaml]",
+                    reason: "sam3_tracker on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_tracker/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/sam3_tracker.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -156,7 +156,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::NotTested {
-            reason: "not tested here: sam3_tracker on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/sam3_tracker.yaml]; sam3_tracker on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/sam3_tracker.yaml]",
+            reason: "not tested here: sam3_tracker on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/sam3_tracker.yaml] (the store also holds runs)",
             stage: Stage::Run,
         },
     )
@@ -190,7 +190,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::NotTested {
-                    reason: "not tested here: sam3_tracker on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/sam3_tracker.yaml]; sam3_tracker on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/sam3_tracker.yaml]",
+                    reason: "not tested here: sam3_tracker on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/sam3_tracker.yaml] (the store also holds matches_reference, runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
@@ -198,7 +198,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::NotTested {
-                    reason: "not tested here: sam3_tracker on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/sam3_tracker.yaml]; sam3_tracker on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/sam3_tracker.yaml]",
+                    reason: "not tested here: sam3_tracker on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/sam3_tracker.yaml] (the store also holds matches_reference, runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
@@ -220,7 +220,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "sam3_tracker on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker.yaml]; sam3_tracker on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker.yaml]",
+            reason: "sam3_tracker on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -258,7 +258,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam3_tracker on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker.yaml]; sam3_tracker on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker.yaml]",
+                    reason: "sam3_tracker on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -267,7 +267,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "sam3_tracker on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker.yaml]; sam3_tracker on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker.yaml]",
+                    reason: "sam3_tracker on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -309,7 +309,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "sam3_tracker on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (35%), 0 µs (0%) [model-specs/evidence/sam3_tracker.yaml]; sam3_tracker on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (35%), 0 µs (0%) [model-specs/evidence/sam3_tracker.yaml]",
+            reason: "sam3_tracker on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -319,7 +319,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_tracker on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (35%), 0 µs (0%) [model-specs/evidence/sam3_tracker.yaml]",
+                    reason: "sam3_tracker on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -327,7 +327,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_tracker on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (35%), 0 µs (0%) [model-specs/evidence/sam3_tracker.yaml]",
+                    reason: "sam3_tracker on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -335,7 +335,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_tracker on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (35%), 0 µs (0%) [model-specs/evidence/sam3_tracker.yaml]",
+                    reason: "sam3_tracker on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -347,7 +347,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam3_tracker on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (35%), 0 µs (0%) [model-specs/evidence/sam3_tracker.yaml]; sam3_tracker on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (35%), 0 µs (0%) [model-specs/evidence/sam3_tracker.yaml]",
+                    reason: "sam3_tracker on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -356,7 +356,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "sam3_tracker on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (35%), 0 µs (0%) [model-specs/evidence/sam3_tracker.yaml]; sam3_tracker on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (35%), 0 µs (0%) [model-specs/evidence/sam3_tracker.yaml]",
+                    reason: "sam3_tracker on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -365,7 +365,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "sam3_tracker on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (35%), 0 µs (0%) [model-specs/evidence/sam3_tracker.yaml]; sam3_tracker on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (35%), 0 µs (0%) [model-specs/evidence/sam3_tracker.yaml]",
+                    reason: "sam3_tracker on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -85,7 +85,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "sam3_tracker_video on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_tracker_video/model.onnx: Exception during initialization… [model-specs/evidence/sam3_tracker_video.yaml]; sam3_tracker_video on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_tracker_video/model.onnx: Exception during initialization… [model-specs/evidence/sam3_tracker_video.yaml]",
+            reason: "sam3_tracker_video on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_tracker_video/model.onnx: Exception during initialization… [model-specs/evidence/sam3_tracker_video.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -123,7 +123,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "sam3_tracker_video on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_tracker_video/model.onnx: Exception during initialization… [model-specs/evidence/sam3_tracker_video.yaml]; sam3_tracker_video on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_tracker_video/model.onnx: Exception during initialization… [model-specs/evidence/sam3_tracker_video.yaml]",
+                    reason: "sam3_tracker_video on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_tracker_video/model.onnx: Exception during initialization… [model-specs/evidence/sam3_tracker_video.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -193,7 +193,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "sam3_tracker_video on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker_video.yaml]; sam3_tracker_video on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker_video.yaml]",
+            reason: "sam3_tracker_video on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker_video.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -231,7 +231,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam3_tracker_video on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker_video.yaml]; sam3_tracker_video on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker_video.yaml]",
+                    reason: "sam3_tracker_video on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker_video.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -240,7 +240,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "sam3_tracker_video on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker_video.yaml]; sam3_tracker_video on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker_video.yaml]",
+                    reason: "sam3_tracker_video on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_tracker_video.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -254,7 +254,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "sam3_tracker_video on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]; sam3_tracker_video on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]",
+            reason: "sam3_tracker_video on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker_video.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -264,7 +264,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_tracker_video on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]",
+                    reason: "sam3_tracker_video on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker_video.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -272,7 +272,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_tracker_video on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]",
+                    reason: "sam3_tracker_video on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker_video.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -280,7 +280,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_tracker_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]",
+                    reason: "sam3_tracker_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker_video.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -292,7 +292,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam3_tracker_video on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]; sam3_tracker_video on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]",
+                    reason: "sam3_tracker_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker_video.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -301,7 +301,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "sam3_tracker_video on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]; sam3_tracker_video on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]",
+                    reason: "sam3_tracker_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker_video.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -310,7 +310,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "sam3_tracker_video on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]; sam3_tracker_video on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]",
+                    reason: "sam3_tracker_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker_video.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -338,7 +338,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "sam3_tracker_video on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]; sam3_tracker_video on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]",
+            reason: "sam3_tracker_video on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker_video.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -348,7 +348,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_tracker_video on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]",
+                    reason: "sam3_tracker_video on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker_video.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -356,7 +356,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_tracker_video on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]",
+                    reason: "sam3_tracker_video on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker_video.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -364,7 +364,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_tracker_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]",
+                    reason: "sam3_tracker_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker_video.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -376,7 +376,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam3_tracker_video on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]; sam3_tracker_video on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]",
+                    reason: "sam3_tracker_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker_video.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -385,7 +385,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "sam3_tracker_video on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]; sam3_tracker_video on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]",
+                    reason: "sam3_tracker_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker_video.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -394,7 +394,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "sam3_tracker_video on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]; sam3_tracker_video on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 125 nodes (31%), 0 µs (0%) [model-specs/evidence/sam3_tracker_video.yaml]",
+                    reason: "sam3_tracker_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_tracker_video.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

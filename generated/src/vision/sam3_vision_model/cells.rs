@@ -85,7 +85,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "sam3_vision_model on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Exception during initialization… [model-specs/evidence/sam3_vision_model.yaml]; sam3_vision_model on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Exception during initialization… [model-specs/evidence/sam3_vision_model.yaml]",
+            reason: "sam3_vision_model on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Exception during initialization… [model-specs/evidence/sam3_vision_model.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -123,7 +123,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "sam3_vision_model on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Exception during initialization… [model-specs/evidence/sam3_vision_model.yaml]; sam3_vision_model on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Exception during initialization… [model-specs/evidence/sam3_vision_model.yaml]",
+                    reason: "sam3_vision_model on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Exception during initialization… [model-specs/evidence/sam3_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -156,7 +156,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "sam3_vision_model on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam3_vision_model.yaml]; sam3_vision_model on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam3_vision_model.yaml]",
+            reason: "sam3_vision_model on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam3_vision_model.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -190,7 +190,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "sam3_vision_model on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam3_vision_model.yaml]; sam3_vision_model on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam3_vision_model.yaml]",
+                    reason: "sam3_vision_model on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam3_vision_model.yaml] (the store also holds runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -199,7 +199,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam3_vision_model on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam3_vision_model.yaml]; sam3_vision_model on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam3_vision_model.yaml]",
+                    reason: "sam3_vision_model on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam3_vision_model.yaml] (the store also holds runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -219,7 +219,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "sam3_vision_model on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_vision_model.yaml]; sam3_vision_model on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_vision_model.yaml]",
+            reason: "sam3_vision_model on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_vision_model.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -257,7 +257,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam3_vision_model on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_vision_model.yaml]; sam3_vision_model on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_vision_model.yaml]",
+                    reason: "sam3_vision_model on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -266,7 +266,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "sam3_vision_model on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_vision_model.yaml]; sam3_vision_model on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_vision_model.yaml]",
+                    reason: "sam3_vision_model on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/sam3_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -280,7 +280,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "sam3_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]; sam3_vision_model on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]",
+            reason: "sam3_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_vision_model.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -290,7 +290,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_vision_model on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]",
+                    reason: "sam3_vision_model on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_vision_model.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -298,7 +298,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]",
+                    reason: "sam3_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_vision_model.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -306,7 +306,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_vision_model on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]",
+                    reason: "sam3_vision_model on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_vision_model.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -318,7 +318,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam3_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]; sam3_vision_model on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]",
+                    reason: "sam3_vision_model on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -327,7 +327,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "sam3_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]; sam3_vision_model on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]",
+                    reason: "sam3_vision_model on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -336,7 +336,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "sam3_vision_model on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]; sam3_vision_model on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]",
+                    reason: "sam3_vision_model on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -364,7 +364,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "sam3_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]; sam3_vision_model on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]",
+            reason: "sam3_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_vision_model.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -374,7 +374,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_vision_model on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]",
+                    reason: "sam3_vision_model on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_vision_model.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -382,7 +382,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]",
+                    reason: "sam3_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_vision_model.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -390,7 +390,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "sam3_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]",
+                    reason: "sam3_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_vision_model.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -402,7 +402,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam3_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]; sam3_vision_model on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]",
+                    reason: "sam3_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -411,7 +411,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "sam3_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]; sam3_vision_model on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]",
+                    reason: "sam3_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -420,7 +420,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "sam3_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]; sam3_vision_model on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 224 nodes (40%), 0 µs (0%) [model-specs/evidence/sam3_vision_model.yaml]",
+                    reason: "sam3_vision_model on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam3_vision_model.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -149,7 +149,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "sam_hq on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam_hq/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam_hq.yaml]; sam_hq on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/sam_hq/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam_hq.yaml]",
+            reason: "sam_hq on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam_hq/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam_hq.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -186,7 +186,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "sam_hq on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam_hq/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam_hq.yaml]; sam_hq on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/sam_hq/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam_hq.yaml]",
+                    reason: "sam_hq on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam_hq/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam_hq.yaml] (the store also holds dynamic_shapes, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -195,7 +195,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam_hq on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam_hq/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam_hq.yaml]; sam_hq on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/sam_hq/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam_hq.yaml]",
+                    reason: "sam_hq on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam_hq/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam_hq.yaml] (the store also holds dynamic_shapes, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -218,7 +218,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "sam_hq on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/sam_hq.yaml]; sam_hq on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/sam_hq.yaml]",
+            reason: "sam_hq on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/sam_hq.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -256,7 +256,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "sam_hq on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/sam_hq.yaml]; sam_hq on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/sam_hq.yaml]",
+                    reason: "sam_hq on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/sam_hq.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -265,7 +265,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "sam_hq on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/sam_hq.yaml]; sam_hq on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/sam_hq.yaml]",
+                    reason: "sam_hq on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/sam_hq.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

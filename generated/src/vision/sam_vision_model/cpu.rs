@@ -14,7 +14,7 @@ mod onnx {
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: sam_vision_model on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/sam_vision_model.yaml]"
+        "known issue: sam_vision_model on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/sam_vision_model.yaml]"
     );
 }
 /// sam_vision_model on cpu with libtorch, device cpu: run.

@@ -7,7 +7,7 @@ mod browser {
     runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: sapiens2 on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×2 on CPUExecutionProvider, Tile ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/sapiens2.yaml]"
+        "known issue: sapiens2 on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×2 on CPUExecutionProvider, Tile ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sapiens2.yaml]"
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =

@@ -55,7 +55,7 @@ pub static CPU_TORCH: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "siglip2_vision_model on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: 32 of 64 elements outside abs … + rel … (max abs error … [model-specs/evidence/siglip2_vision_model.yaml]",
+                    reason: "siglip2_vision_model on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: 32 of 64 elements outside abs … + rel … [model-specs/evidence/siglip2_vision_model.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

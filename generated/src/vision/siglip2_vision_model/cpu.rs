@@ -31,6 +31,6 @@ mod torch {
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
-        "known issue: siglip2_vision_model on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: 32 of 64 elements outside abs … + rel … (max abs error … [model-specs/evidence/siglip2_vision_model.yaml]"
+        "known issue: siglip2_vision_model on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: 32 of 64 elements outside abs … + rel … [model-specs/evidence/siglip2_vision_model.yaml]"
     );
 }

@@ -10,12 +10,14 @@ mod onnx {
     );
     runtime::check_test!(
         dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
-        "known issue: swin2sr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 24… [model-specs/evidence/swin2sr.yaml]"
+        "known issue: swin2sr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere [model-specs/evidence/swin2sr.yaml]"
     );
     runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, gate = gate_qnn
+        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+        "known issue: swin2sr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere [model-specs/evidence/swin2sr.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
+        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+        "known issue: swin2sr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×16 on CPUExecutionProvider, Transpose ×8 on CPUExecutionProvider ran elsewhere [model-specs/evidence/swin2sr.yaml]"
     );
 }

@@ -18,7 +18,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "swinv2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/swinv2.yaml]",
+                    reason: "swinv2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/swinv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -148,7 +148,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "swinv2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/swinv2.yaml]",
+                    reason: "swinv2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/swinv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -174,7 +174,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "swinv2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/swinv2.yaml]; swinv2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/swinv2.yaml]",
+            reason: "swinv2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/swinv2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -200,7 +200,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "swinv2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 6… [model-specs/evidence/swinv2.yaml]",
+                    reason: "swinv2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/swinv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -212,18 +212,18 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "swinv2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/swinv2.yaml]; swinv2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/swinv2.yaml]",
+                    reason: "swinv2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/swinv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Load),
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "swinv2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/swinv2.yaml]; swinv2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/swinv2/model.onnx: Failed to finalize QNN graph [model-specs/evidence/swinv2.yaml]",
+                    reason: "swinv2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×4 on CPUExecutionProvider, Transpose ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/swinv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Load),
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
             ),
@@ -241,7 +241,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "swinv2 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the… [model-specs/evidence/swinv2.yaml]; swinv2 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the… [model-specs/evidence/swinv2.yaml]",
+            reason: "swinv2 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the… [model-specs/evidence/swinv2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -279,7 +279,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "swinv2 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the… [model-specs/evidence/swinv2.yaml]; swinv2 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the… [model-specs/evidence/swinv2.yaml]",
+                    reason: "swinv2 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the… [model-specs/evidence/swinv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -288,7 +288,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "swinv2 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the… [model-specs/evidence/swinv2.yaml]; swinv2 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the… [model-specs/evidence/swinv2.yaml]",
+                    reason: "swinv2 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [/model/encoder/layers.2/downsample/Slice_2] For dimension (1): the… [model-specs/evidence/swinv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -323,7 +323,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "swinv2 on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/swinv2.yaml]",
+                    reason: "swinv2 on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/swinv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -332,7 +332,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "swinv2 on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/swinv2.yaml]",
+                    reason: "swinv2 on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/swinv2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -13,8 +13,8 @@ mod onnx {
         "known issue: video_llama_3_vision on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 32], expected [2, 32] (images=2, hidden=32) [model-specs/evidence/video_llama_3_vision.yaml]"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
-        gate_openvino
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: video_llama_3_vision on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 32], expected [2, 32] (images=2, hidden=32) [model-specs/evidence/video_llama_3_vision.yaml]"
     );
 }
 /// video_llama_3_vision on openvino with OpenVINO runtime, device CPU: run.
@@ -30,11 +30,11 @@ mod ov {
         "known issue: video_llama_3_vision on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 32], expected [2, 32] (images=2, hidden=32) [model-specs/evidence/video_llama_3_vision.yaml]"
     );
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: video_llama_3_vision on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 32], expected [2, 32] (images=2, hidden=32) [model-specs/evidence/video_llama_3_vision.yaml]"
     );
     runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
-        gate_openvino
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: video_llama_3_vision on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 32], expected [2, 32] (images=2, hidden=32) [model-specs/evidence/video_llama_3_vision.yaml]"
     );
 }

@@ -169,7 +169,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "yolos on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes… [model-specs/evidence/yolos.yaml]",
+                    reason: "yolos on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/yolos.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -7,7 +7,7 @@ mod browser {
     runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: yolos on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes… [model-specs/evidence/yolos.yaml]"
+        "known issue: yolos on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Resize ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/yolos.yaml]"
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =

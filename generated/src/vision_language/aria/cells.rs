@@ -143,7 +143,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "aria on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph [model-specs/evidence/aria.yaml]; aria on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph [model-specs/evidence/aria.yaml]",
+            reason: "aria on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph [model-specs/evidence/aria.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -181,7 +181,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "aria on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph [model-specs/evidence/aria.yaml]; aria on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph [model-specs/evidence/aria.yaml]",
+                    reason: "aria on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph [model-specs/evidence/aria.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -190,7 +190,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "aria on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph [model-specs/evidence/aria.yaml]; aria on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph [model-specs/evidence/aria.yaml]",
+                    reason: "aria on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/aria/model.onnx: Failed to finalize QNN graph [model-specs/evidence/aria.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -218,7 +218,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "aria on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran… [model-specs/evidence/aria.yaml]; aria on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran… [model-specs/evidence/aria.yaml]",
+            reason: "aria on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran… [model-specs/evidence/aria.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -256,7 +256,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "aria on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran… [model-specs/evidence/aria.yaml]; aria on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran… [model-specs/evidence/aria.yaml]",
+                    reason: "aria on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran… [model-specs/evidence/aria.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -265,7 +265,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "aria on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran… [model-specs/evidence/aria.yaml]; aria on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran… [model-specs/evidence/aria.yaml]",
+                    reason: "aria on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran… [model-specs/evidence/aria.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -276,7 +276,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::KnownIssue {
-            reason: "aria on webnn with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (18%), 0 µs (0%) [model-specs/evidence/aria.yaml]",
+            reason: "aria on webnn with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/aria.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },

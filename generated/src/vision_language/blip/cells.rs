@@ -252,7 +252,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "blip on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output image_embeds: cosine similarity … in its worst row (of 1 [model-specs/evidence/blip.yaml]",
+                    reason: "blip on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output image_embeds: cosine similarity … in its worst row [model-specs/evidence/blip.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -262,7 +262,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "blip on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output image_embeds: cosine similarity … in its worst row (of 1 [model-specs/evidence/blip.yaml]",
+                    reason: "blip on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output image_embeds: cosine similarity … in its worst row [model-specs/evidence/blip.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

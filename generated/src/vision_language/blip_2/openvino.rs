@@ -21,11 +21,11 @@ mod ov {
     runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
     runtime::precision_test!(
         nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: blip-2 on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row (of 9 [model-specs/evidence/blip-2.yaml]"
+        "known issue: blip-2 on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/blip-2.yaml]"
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: blip-2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row (of 9 [model-specs/evidence/blip-2.yaml]"
+        "known issue: blip-2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/blip-2.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_OV, ignore =

@@ -102,7 +102,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "cohere_compass on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%)… [model-specs/evidence/cohere_compass.yaml]",
+                    reason: "cohere_compass on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/cohere_compass.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -141,7 +141,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "cohere_compass on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cohere_compass/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere_compass.yaml]; cohere_compass on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cohere_compass/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere_compass.yaml]",
+            reason: "cohere_compass on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cohere_compass/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere_compass.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -179,7 +179,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "cohere_compass on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cohere_compass/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere_compass.yaml]; cohere_compass on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cohere_compass/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere_compass.yaml]",
+                    reason: "cohere_compass on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cohere_compass/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere_compass.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -188,7 +188,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "cohere_compass on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cohere_compass/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere_compass.yaml]; cohere_compass on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cohere_compass/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere_compass.yaml]",
+                    reason: "cohere_compass on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cohere_compass/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cohere_compass.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -216,7 +216,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "cohere_compass on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_5] For dimension (2): the stride (3)… [model-specs/evidence/cohere_compass.yaml]; cohere_compass on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_5] For dimension (2): the stride (3)… [model-specs/evidence/cohere_compass.yaml]",
+            reason: "cohere_compass on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_5] For dimension (2): the stride (3)… [model-specs/evidence/cohere_compass.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -254,7 +254,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "cohere_compass on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_5] For dimension (2): the stride (3)… [model-specs/evidence/cohere_compass.yaml]; cohere_compass on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_5] For dimension (2): the stride (3)… [model-specs/evidence/cohere_compass.yaml]",
+                    reason: "cohere_compass on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_5] For dimension (2): the stride (3)… [model-specs/evidence/cohere_compass.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -263,7 +263,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "cohere_compass on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_5] For dimension (2): the stride (3)… [model-specs/evidence/cohere_compass.yaml]; cohere_compass on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_5] For dimension (2): the stride (3)… [model-specs/evidence/cohere_compass.yaml]",
+                    reason: "cohere_compass on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_5] For dimension (2): the stride (3)… [model-specs/evidence/cohere_compass.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -374,7 +374,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::NotTested {
-                    reason: "not tested here: cohere_compass on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml]",
+                    reason: "not tested here: cohere_compass on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml] (the store also holds matches_reference)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
@@ -382,7 +382,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::NotTested {
-                    reason: "not tested here: cohere_compass on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml]",
+                    reason: "not tested here: cohere_compass on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml] (the store also holds matches_reference)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
@@ -390,7 +390,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::NotTested {
-                    reason: "not tested here: cohere_compass on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml]",
+                    reason: "not tested here: cohere_compass on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml] (the store also holds matches_reference)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),

@@ -55,15 +55,15 @@ mod firefox {
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
-        "not tested here: cohere_compass on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml]"
+        "not tested here: cohere_compass on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml] (the store also holds matches_reference)"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
-        "not tested here: cohere_compass on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml]"
+        "not tested here: cohere_compass on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml] (the store also holds matches_reference)"
     );
     runtime::precision_test!(
         q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
-        "not tested here: cohere_compass on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml]"
+        "not tested here: cohere_compass on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml] (the store also holds matches_reference)"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox

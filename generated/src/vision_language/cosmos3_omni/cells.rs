@@ -102,7 +102,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "cosmos3_omni on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%)… [model-specs/evidence/cosmos3_omni.yaml]",
+                    reason: "cosmos3_omni on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/cosmos3_omni.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -141,7 +141,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "cosmos3_omni on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cosmos3_omni/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cosmos3_omni.yaml]; cosmos3_omni on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cosmos3_omni/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cosmos3_omni.yaml]",
+            reason: "cosmos3_omni on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cosmos3_omni/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cosmos3_omni.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -179,7 +179,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "cosmos3_omni on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cosmos3_omni/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cosmos3_omni.yaml]; cosmos3_omni on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cosmos3_omni/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cosmos3_omni.yaml]",
+                    reason: "cosmos3_omni on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cosmos3_omni/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cosmos3_omni.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -188,7 +188,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "cosmos3_omni on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cosmos3_omni/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cosmos3_omni.yaml]; cosmos3_omni on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cosmos3_omni/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cosmos3_omni.yaml]",
+                    reason: "cosmos3_omni on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/cosmos3_omni/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/cosmos3_omni.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -216,7 +216,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "cosmos3_omni on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/cosmos3_omni.yaml]; cosmos3_omni on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/cosmos3_omni.yaml]",
+            reason: "cosmos3_omni on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/cosmos3_omni.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -254,7 +254,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "cosmos3_omni on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/cosmos3_omni.yaml]; cosmos3_omni on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/cosmos3_omni.yaml]",
+                    reason: "cosmos3_omni on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/cosmos3_omni.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -263,7 +263,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "cosmos3_omni on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/cosmos3_omni.yaml]; cosmos3_omni on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/cosmos3_omni.yaml]",
+                    reason: "cosmos3_omni on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/cosmos3_omni.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -143,7 +143,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "deepseek_ocr2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_ocr2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/deepseek_ocr2.yaml]; deepseek_ocr2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_ocr2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/deepseek_ocr2.yaml]",
+            reason: "deepseek_ocr2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_ocr2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/deepseek_ocr2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -181,7 +181,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "deepseek_ocr2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_ocr2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/deepseek_ocr2.yaml]; deepseek_ocr2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_ocr2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/deepseek_ocr2.yaml]",
+                    reason: "deepseek_ocr2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_ocr2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/deepseek_ocr2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -190,7 +190,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "deepseek_ocr2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_ocr2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/deepseek_ocr2.yaml]; deepseek_ocr2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_ocr2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/deepseek_ocr2.yaml]",
+                    reason: "deepseek_ocr2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/deepseek_ocr2/model.onnx: Failed to compose Qnn graph [model-specs/evidence/deepseek_ocr2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -218,7 +218,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "deepseek_ocr2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/deepseek_ocr2.yaml]; deepseek_ocr2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/deepseek_ocr2.yaml]",
+            reason: "deepseek_ocr2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/deepseek_ocr2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -256,7 +256,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "deepseek_ocr2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/deepseek_ocr2.yaml]; deepseek_ocr2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/deepseek_ocr2.yaml]",
+                    reason: "deepseek_ocr2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/deepseek_ocr2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -265,7 +265,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "deepseek_ocr2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/deepseek_ocr2.yaml]; deepseek_ocr2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/deepseek_ocr2.yaml]",
+                    reason: "deepseek_ocr2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Gather ×8 on CPUExecutionProvider, MatMul ×8 on CPUExecutionProvider, Mul ×8 on CPUExecutionProvider, QuickGelu… [model-specs/evidence/deepseek_ocr2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -276,7 +276,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_generation(
         &super::GENERATION,
         Planned::KnownIssue {
-            reason: "deepseek_ocr2 on webnn with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (17%), 0 µs (0%) [model-specs/evidence/deepseek_ocr2.yaml]",
+            reason: "deepseek_ocr2 on webnn with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: TopK ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/deepseek_ocr2.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },

@@ -102,7 +102,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "deepseek_vl_hybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider ran… [model-specs/evidence/deepseek_vl_hybrid.yaml]; deepseek_vl_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider ran… [model-specs/evidence/deepseek_vl_hybrid.yaml]",
+            reason: "deepseek_vl_hybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider ran… [model-specs/evidence/deepseek_vl_hybrid.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -140,7 +140,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "deepseek_vl_hybrid on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider ran… [model-specs/evidence/deepseek_vl_hybrid.yaml]; deepseek_vl_hybrid on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider ran… [model-specs/evidence/deepseek_vl_hybrid.yaml]",
+                    reason: "deepseek_vl_hybrid on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×4 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Sub ×2 on CPUExecutionProvider ran… [model-specs/evidence/deepseek_vl_hybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -165,7 +165,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "deepseek_vl_hybrid on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 24 [model-specs/evidence/deepseek_vl_hybrid.yaml]",
+                    reason: "deepseek_vl_hybrid on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/deepseek_vl_hybrid.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -180,7 +180,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::NotTested {
-            reason: "not tested here: deepseek_vl_hybrid on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/deepseek_vl_hybrid.yaml]; deepseek_vl_hybrid on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/deepseek_vl_hybrid.yaml]",
+            reason: "not tested here: deepseek_vl_hybrid on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/deepseek_vl_hybrid.yaml] (the store also holds runs)",
             stage: Stage::Run,
         },
     )
@@ -214,7 +214,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::NotTested {
-                    reason: "not tested here: deepseek_vl_hybrid on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/deepseek_vl_hybrid.yaml]; deepseek_vl_hybrid on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/deepseek_vl_hybrid.yaml]",
+                    reason: "not tested here: deepseek_vl_hybrid on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/deepseek_vl_hybrid.yaml] (the store also holds matches_reference, runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
@@ -222,7 +222,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::NotTested {
-                    reason: "not tested here: deepseek_vl_hybrid on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/deepseek_vl_hybrid.yaml]; deepseek_vl_hybrid on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/deepseek_vl_hybrid.yaml]",
+                    reason: "not tested here: deepseek_vl_hybrid on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/deepseek_vl_hybrid.yaml] (the store also holds matches_reference, runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
@@ -252,7 +252,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "deepseek_vl_hybrid on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/deepseek_vl_hybrid.yaml]; deepseek_vl_hybrid on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/deepseek_vl_hybrid.yaml]",
+            reason: "deepseek_vl_hybrid on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/deepseek_vl_hybrid.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -262,7 +262,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "deepseek_vl_hybrid on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/deepseek_vl_hybrid.yaml]",
+                    reason: "deepseek_vl_hybrid on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/deepseek_vl_hybrid.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -270,7 +270,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "deepseek_vl_hybrid on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/deepseek_vl_hybrid.yaml]",
+                    reason: "deepseek_vl_hybrid on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/deepseek_vl_hybrid.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -278,7 +278,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "deepseek_vl_hybrid on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/deepseek_vl_hybrid.yaml]",
+                    reason: "deepseek_vl_hybrid on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/deepseek_vl_hybrid.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -290,7 +290,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "deepseek_vl_hybrid on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/deepseek_vl_hybrid.yaml]; deepseek_vl_hybrid on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/deepseek_vl_hybrid.yaml]",
+                    reason: "deepseek_vl_hybrid on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/deepseek_vl_hybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -299,7 +299,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "deepseek_vl_hybrid on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/deepseek_vl_hybrid.yaml]; deepseek_vl_hybrid on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/deepseek_vl_hybrid.yaml]",
+                    reason: "deepseek_vl_hybrid on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/deepseek_vl_hybrid.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -14,7 +14,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8Avx2,
                 Planned::KnownIssue {
-                    reason: "diffusion_gemma on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 16 [model-specs/evidence/diffusion_gemma.yaml]",
+                    reason: "diffusion_gemma on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/diffusion_gemma.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -23,7 +23,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "diffusion_gemma on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 16 [model-specs/evidence/diffusion_gemma.yaml]",
+                    reason: "diffusion_gemma on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/diffusion_gemma.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -166,7 +166,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "diffusion_gemma on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 16 [model-specs/evidence/diffusion_gemma.yaml]",
+                    reason: "diffusion_gemma on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/diffusion_gemma.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -213,7 +213,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "diffusion_gemma on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128… [model-specs/evidence/diffusion_gemma.yaml]; diffusion_gemma on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128… [model-specs/evidence/diffusion_gemma.yaml]",
+            reason: "diffusion_gemma on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128… [model-specs/evidence/diffusion_gemma.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -251,7 +251,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "diffusion_gemma on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128… [model-specs/evidence/diffusion_gemma.yaml]; diffusion_gemma on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128… [model-specs/evidence/diffusion_gemma.yaml]",
+                    reason: "diffusion_gemma on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128… [model-specs/evidence/diffusion_gemma.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -260,7 +260,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "diffusion_gemma on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128… [model-specs/evidence/diffusion_gemma.yaml]; diffusion_gemma on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128… [model-specs/evidence/diffusion_gemma.yaml]",
+                    reason: "diffusion_gemma on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128… [model-specs/evidence/diffusion_gemma.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -281,7 +281,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "diffusion_gemma on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 60 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/diffusion_gemma.yaml]",
+            reason: "diffusion_gemma on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 60 of 512 elements outside abs … + rel … [model-specs/evidence/diffusion_gemma.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -295,7 +295,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "diffusion_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 107 of 1024 elements outside abs … + rel … (max abs error … [model-specs/evidence/diffusion_gemma.yaml]",
+                    reason: "diffusion_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 107 of 1024 elements outside abs … + rel … [model-specs/evidence/diffusion_gemma.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -307,7 +307,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "diffusion_gemma on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 60 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/diffusion_gemma.yaml]",
+                    reason: "diffusion_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 107 of 1024 elements outside abs … + rel … [model-specs/evidence/diffusion_gemma.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -316,7 +316,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "diffusion_gemma on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 60 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/diffusion_gemma.yaml]",
+                    reason: "diffusion_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 107 of 1024 elements outside abs … + rel … [model-specs/evidence/diffusion_gemma.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -325,7 +325,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "diffusion_gemma on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 60 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/diffusion_gemma.yaml]",
+                    reason: "diffusion_gemma on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 107 of 1024 elements outside abs … + rel … [model-specs/evidence/diffusion_gemma.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -353,7 +353,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "diffusion_gemma on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 16 [model-specs/evidence/diffusion_gemma.yaml]",
+                    reason: "diffusion_gemma on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/diffusion_gemma.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -362,7 +362,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "diffusion_gemma on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 16 [model-specs/evidence/diffusion_gemma.yaml]",
+                    reason: "diffusion_gemma on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/diffusion_gemma.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -10,11 +10,11 @@ mod onnx {
     );
     runtime::precision_test!(
         int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: diffusion_gemma on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 16 [model-specs/evidence/diffusion_gemma.yaml]"
+        "known issue: diffusion_gemma on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/diffusion_gemma.yaml]"
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: diffusion_gemma on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 16 [model-specs/evidence/diffusion_gemma.yaml]"
+        "known issue: diffusion_gemma on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/diffusion_gemma.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =

@@ -172,7 +172,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "dots3_note on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note/model.onnx: Failed to compose Qnn graph [model-specs/evidence/dots3_note.yaml]; dots3_note on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note/model.onnx: Failed to compose Qnn graph [model-specs/evidence/dots3_note.yaml]",
+            reason: "dots3_note on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note/model.onnx: Failed to compose Qnn graph [model-specs/evidence/dots3_note.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -210,7 +210,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "dots3_note on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note/model.onnx: Failed to compose Qnn graph [model-specs/evidence/dots3_note.yaml]; dots3_note on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note/model.onnx: Failed to compose Qnn graph [model-specs/evidence/dots3_note.yaml]",
+                    reason: "dots3_note on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note/model.onnx: Failed to compose Qnn graph [model-specs/evidence/dots3_note.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -219,7 +219,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "dots3_note on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note/model.onnx: Failed to compose Qnn graph [model-specs/evidence/dots3_note.yaml]; dots3_note on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note/model.onnx: Failed to compose Qnn graph [model-specs/evidence/dots3_note.yaml]",
+                    reason: "dots3_note on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/dots3_note/model.onnx: Failed to compose Qnn graph [model-specs/evidence/dots3_note.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -247,7 +247,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "dots3_note on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note.yaml]; dots3_note on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note.yaml]",
+            reason: "dots3_note on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -285,7 +285,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "dots3_note on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note.yaml]; dots3_note on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note.yaml]",
+                    reason: "dots3_note on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -294,7 +294,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "dots3_note on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note.yaml]; dots3_note on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note.yaml]",
+                    reason: "dots3_note on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/dots3_note.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -126,7 +126,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "evolla on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 8 [model-specs/evidence/evolla.yaml]",
+                    reason: "evolla on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/evolla.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -135,7 +135,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "evolla on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×7 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 7 nodes (78%), 351 µs (0%) [model-specs/evidence/evolla.yaml]",
+                    reason: "evolla on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×7 on CPUExecutionProvider ran elsewhere [model-specs/evidence/evolla.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -115,7 +115,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "exaone4_5 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%)… [model-specs/evidence/exaone4_5.yaml]",
+                    reason: "exaone4_5 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/exaone4_5.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -154,7 +154,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "exaone4_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): component language: output last_hidden_state: 147 of 384 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/exaone4_5.yaml]",
+            reason: "exaone4_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): component language: output last_hidden_state: 147 of 384 elements outside … of the output's spread (… abs) [model-specs/evidence/exaone4_5.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -168,7 +168,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "exaone4_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): component language: output last_hidden_state: 143 of 544 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/exaone4_5.yaml]",
+                    reason: "exaone4_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): component language: output last_hidden_state: 143 of 544 elements outside … of the output's spread (… abs) [model-specs/evidence/exaone4_5.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -180,7 +180,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "exaone4_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): component language: output last_hidden_state: 147 of 384 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/exaone4_5.yaml]",
+                    reason: "exaone4_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): component language: output last_hidden_state: 143 of 544 elements outside … of the output's spread (… abs) [model-specs/evidence/exaone4_5.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -189,7 +189,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "exaone4_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): component language: output last_hidden_state: 147 of 384 elements outside … of the output's spread (… abs) (max abs error … [model-specs/evidence/exaone4_5.yaml]",
+                    reason: "exaone4_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): component language: output last_hidden_state: 143 of 544 elements outside … of the output's spread (… abs) [model-specs/evidence/exaone4_5.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -217,7 +217,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "exaone4_5 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/exaone4_5.yaml]; exaone4_5 on webnn with browser: runs failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/exaone4_5.yaml]",
+            reason: "exaone4_5 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/exaone4_5.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -227,7 +227,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "exaone4_5 on webnn with browser: runs failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/exaone4_5.yaml]",
+                    reason: "exaone4_5 on webnn with browser: runs failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/exaone4_5.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -235,7 +235,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "exaone4_5 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/exaone4_5.yaml]",
+                    reason: "exaone4_5 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/exaone4_5.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -243,7 +243,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "exaone4_5 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/exaone4_5.yaml]",
+                    reason: "exaone4_5 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/exaone4_5.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -255,7 +255,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "exaone4_5 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/exaone4_5.yaml]; exaone4_5 on webnn with browser: runs failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/exaone4_5.yaml]",
+                    reason: "exaone4_5 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/exaone4_5.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -264,7 +264,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "exaone4_5 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/exaone4_5.yaml]; exaone4_5 on webnn with browser: runs failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/exaone4_5.yaml]",
+                    reason: "exaone4_5 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/exaone4_5.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -115,7 +115,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "glm46v on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%)… [model-specs/evidence/glm46v.yaml]",
+                    reason: "glm46v on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/glm46v.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -154,7 +154,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "glm46v on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm46v/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm46v.yaml]; glm46v on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm46v/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm46v.yaml]",
+            reason: "glm46v on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm46v/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm46v.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -192,7 +192,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "glm46v on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm46v/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm46v.yaml]; glm46v on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm46v/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm46v.yaml]",
+                    reason: "glm46v on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm46v/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm46v.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -201,7 +201,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "glm46v on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm46v/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm46v.yaml]; glm46v on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm46v/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm46v.yaml]",
+                    reason: "glm46v on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm46v/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/glm46v.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -229,7 +229,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "glm46v on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/glm46v.yaml]; glm46v on webnn with browser: runs failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/glm46v.yaml]",
+            reason: "glm46v on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/glm46v.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -239,7 +239,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "glm46v on webnn with browser: runs failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/glm46v.yaml]",
+                    reason: "glm46v on webnn with browser: runs failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/glm46v.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -247,7 +247,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "glm46v on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/glm46v.yaml]",
+                    reason: "glm46v on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/glm46v.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -255,7 +255,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "glm46v on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/glm46v.yaml]",
+                    reason: "glm46v on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/glm46v.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -267,7 +267,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "glm46v on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/glm46v.yaml]; glm46v on webnn with browser: runs failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/glm46v.yaml]",
+                    reason: "glm46v on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/glm46v.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -276,7 +276,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "glm46v on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/glm46v.yaml]; glm46v on webnn with browser: runs failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (20%), 0 µs (0%) [model-specs/evidence/glm46v.yaml]",
+                    reason: "glm46v on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): component vision: not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/glm46v.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: glm4v on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 2 nodes (40%)… [model-specs/evidence/glm4v.yaml]"
+        "known issue: glm4v on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/glm4v.yaml]"
     );
     runtime::generation_test!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
 }

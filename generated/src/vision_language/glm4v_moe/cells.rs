@@ -109,7 +109,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "glm4v_moe on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model [model-specs/evidence/glm4v_moe.yaml]; glm4v_moe on openvino with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model [model-specs/evidence/glm4v_moe.yaml]",
+            reason: "glm4v_moe on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model [model-specs/evidence/glm4v_moe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -147,7 +147,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "glm4v_moe on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model [model-specs/evidence/glm4v_moe.yaml]; glm4v_moe on openvino with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model [model-specs/evidence/glm4v_moe.yaml]",
+                    reason: "glm4v_moe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model [model-specs/evidence/glm4v_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -193,7 +193,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "glm4v_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/glm4v_moe.yaml]; glm4v_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/glm4v_moe.yaml]",
+            reason: "glm4v_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/glm4v_moe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -231,7 +231,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "glm4v_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/glm4v_moe.yaml]; glm4v_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/glm4v_moe.yaml]",
+                    reason: "glm4v_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/glm4v_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -240,7 +240,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "glm4v_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/glm4v_moe.yaml]; glm4v_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/glm4v_moe.yaml]",
+                    reason: "glm4v_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/glm4v_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -268,7 +268,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "glm4v_moe on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/glm4v_moe.yaml]; glm4v_moe on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/glm4v_moe.yaml]",
+            reason: "glm4v_moe on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/glm4v_moe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -306,7 +306,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "glm4v_moe on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/glm4v_moe.yaml]; glm4v_moe on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/glm4v_moe.yaml]",
+                    reason: "glm4v_moe on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/glm4v_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -315,7 +315,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "glm4v_moe on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/glm4v_moe.yaml]; glm4v_moe on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/glm4v_moe.yaml]",
+                    reason: "glm4v_moe on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/glm4v_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

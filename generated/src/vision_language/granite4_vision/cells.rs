@@ -31,7 +31,7 @@ pub static CPU_TORCH: Cell = Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_TORCH,
         Planned::KnownIssue {
-            reason: "granite4_vision on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/granite4_vision.yaml]; granite4_vision on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/granite4_vision.yaml]",
+            reason: "granite4_vision on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/granite4_vision.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Export),
         },
@@ -151,7 +151,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "granite4_vision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×6 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/granite4_vision.yaml]",
+                    reason: "granite4_vision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×6 on CPUExecutionProvider ran elsewhere [model-specs/evidence/granite4_vision.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -198,7 +198,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "granite4_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/granite4_vision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granite4_vision.yaml]; granite4_vision on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/granite4_vision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granite4_vision.yaml]",
+            reason: "granite4_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/granite4_vision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granite4_vision.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -236,7 +236,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "granite4_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/granite4_vision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granite4_vision.yaml]; granite4_vision on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/granite4_vision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granite4_vision.yaml]",
+                    reason: "granite4_vision on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/granite4_vision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granite4_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -245,7 +245,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "granite4_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/granite4_vision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granite4_vision.yaml]; granite4_vision on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/granite4_vision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granite4_vision.yaml]",
+                    reason: "granite4_vision on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/granite4_vision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granite4_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -272,7 +272,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "granite4_vision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×5 on CPUExecutionProvider, GatherND ×5 on CPUExecutionProvider, ScatterND ×5 on CPUExecutionProvider, Slice… [model-specs/evidence/granite4_vision.yaml]; granite4_vision on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×5 on CPUExecutionProvider, GatherND ×5 on CPUExecutionProvider, ScatterND ×5 on CPUExecutionProvider, Slice… [model-specs/evidence/granite4_vision.yaml]",
+            reason: "granite4_vision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×5 on CPUExecutionProvider, GatherND ×5 on CPUExecutionProvider, ScatterND ×5 on CPUExecutionProvider, Slice… [model-specs/evidence/granite4_vision.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -310,7 +310,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "granite4_vision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×5 on CPUExecutionProvider, GatherND ×5 on CPUExecutionProvider, ScatterND ×5 on CPUExecutionProvider, Slice… [model-specs/evidence/granite4_vision.yaml]; granite4_vision on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×5 on CPUExecutionProvider, GatherND ×5 on CPUExecutionProvider, ScatterND ×5 on CPUExecutionProvider, Slice… [model-specs/evidence/granite4_vision.yaml]",
+                    reason: "granite4_vision on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×5 on CPUExecutionProvider, GatherND ×5 on CPUExecutionProvider, ScatterND ×5 on CPUExecutionProvider, Slice… [model-specs/evidence/granite4_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -319,7 +319,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "granite4_vision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×5 on CPUExecutionProvider, GatherND ×5 on CPUExecutionProvider, ScatterND ×5 on CPUExecutionProvider, Slice… [model-specs/evidence/granite4_vision.yaml]; granite4_vision on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×5 on CPUExecutionProvider, GatherND ×5 on CPUExecutionProvider, ScatterND ×5 on CPUExecutionProvider, Slice… [model-specs/evidence/granite4_vision.yaml]",
+                    reason: "granite4_vision on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×5 on CPUExecutionProvider, GatherND ×5 on CPUExecutionProvider, ScatterND ×5 on CPUExecutionProvider, Slice… [model-specs/evidence/granite4_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -20,7 +20,7 @@ mod onnx {
         "not tested here: granite4_vision's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`) [model-specs/evidence/granite4_vision.yaml]"
     );
 }
-/// granite4_vision on cpu with libtorch, device cpu: known-issue (granite4_vision on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/granite4_vision.yaml]; granite4_vision on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/granite4_vision.yaml]).
+/// granite4_vision on cpu with libtorch, device cpu: known-issue (granite4_vision on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/granite4_vision.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated vision_language::granite4_vision::cpu::torch::`.
 mod torch {

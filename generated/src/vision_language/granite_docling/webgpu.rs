@@ -13,15 +13,16 @@ mod browser {
         "known issue: granite_docling on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/granite_docling.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, gate =
-        gate_webgpu
+        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+        "known issue: granite_docling on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/granite_docling.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, gate = gate_webgpu
+        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+        "known issue: granite_docling on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/granite_docling.yaml]"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, gate =
-        gate_webgpu
+        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+        "known issue: granite_docling on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/granite_docling.yaml]"
     );
     runtime::generation_test!(super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu);
 }
@@ -38,15 +39,16 @@ mod native {
         "known issue: granite_docling on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/granite_docling.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, gate =
-        gate_webgpu
+        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+        "known issue: granite_docling on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/granite_docling.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, gate = gate_webgpu
+        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+        "known issue: granite_docling on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/granite_docling.yaml]"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, gate =
-        gate_webgpu
+        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
+        "known issue: granite_docling on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/granite_docling.yaml]"
     );
     runtime::generation_test!(super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
 }
@@ -66,16 +68,16 @@ mod firefox {
         "known issue: granite_docling on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/granite_docling.yaml]"
     );
     runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, gate =
-        gate_webgpu_firefox
+        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
+        "known issue: granite_docling on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/granite_docling.yaml]"
     );
     runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, gate =
-        gate_webgpu_firefox
+        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
+        "known issue: granite_docling on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/granite_docling.yaml]"
     );
     runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, gate =
-        gate_webgpu_firefox
+        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
+        "known issue: granite_docling on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/granite_docling.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox

@@ -102,7 +102,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "hunyuan_vl on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%)… [model-specs/evidence/hunyuan_vl.yaml]",
+                    reason: "hunyuan_vl on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/hunyuan_vl.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -147,7 +147,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "hunyuan_vl on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): component language: output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/hunyuan_vl.yaml]",
+                    reason: "hunyuan_vl on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): component language: output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/hunyuan_vl.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -176,7 +176,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "hunyuan_vl on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): component language: output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/hunyuan_vl.yaml]",
+                    reason: "hunyuan_vl on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): component language: output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/hunyuan_vl.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

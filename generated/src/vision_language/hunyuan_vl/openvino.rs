@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: hunyuan_vl on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes (43%)… [model-specs/evidence/hunyuan_vl.yaml]"
+        "known issue: hunyuan_vl on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/hunyuan_vl.yaml]"
     );
     runtime::generation_test!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
 }

@@ -11,7 +11,7 @@ mod browser {
     );
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: hunyuan_vl on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): component language: output last_hidden_state: cosine similarity … in its worst row (of 1 [model-specs/evidence/hunyuan_vl.yaml]"
+        "known issue: hunyuan_vl on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): component language: output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/hunyuan_vl.yaml]"
     );
     runtime::generation_test!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
 }

@@ -108,7 +108,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "hyperclovax_vision_v2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/hyperclovax_vision_v2.yaml]",
+                    reason: "hyperclovax_vision_v2 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/hyperclovax_vision_v2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -143,7 +143,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "hyperclovax_vision_v2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/hyperclovax_vision_v2.yaml]; hyperclovax_vision_v2 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/hyperclovax_vision_v2.yaml]",
+            reason: "hyperclovax_vision_v2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/hyperclovax_vision_v2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -181,7 +181,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "hyperclovax_vision_v2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/hyperclovax_vision_v2.yaml]; hyperclovax_vision_v2 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/hyperclovax_vision_v2.yaml]",
+                    reason: "hyperclovax_vision_v2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/hyperclovax_vision_v2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -190,7 +190,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "hyperclovax_vision_v2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/hyperclovax_vision_v2.yaml]; hyperclovax_vision_v2 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/hyperclovax_vision_v2.yaml]",
+                    reason: "hyperclovax_vision_v2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/hyperclovax_vision_v2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -218,7 +218,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "hyperclovax_vision_v2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran… [model-specs/evidence/hyperclovax_vision_v2.yaml]; hyperclovax_vision_v2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran… [model-specs/evidence/hyperclovax_vision_v2.yaml]",
+            reason: "hyperclovax_vision_v2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran… [model-specs/evidence/hyperclovax_vision_v2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -256,7 +256,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "hyperclovax_vision_v2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran… [model-specs/evidence/hyperclovax_vision_v2.yaml]; hyperclovax_vision_v2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran… [model-specs/evidence/hyperclovax_vision_v2.yaml]",
+                    reason: "hyperclovax_vision_v2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran… [model-specs/evidence/hyperclovax_vision_v2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -265,7 +265,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "hyperclovax_vision_v2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran… [model-specs/evidence/hyperclovax_vision_v2.yaml]; hyperclovax_vision_v2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran… [model-specs/evidence/hyperclovax_vision_v2.yaml]",
+                    reason: "hyperclovax_vision_v2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran… [model-specs/evidence/hyperclovax_vision_v2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

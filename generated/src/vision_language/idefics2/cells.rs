@@ -89,7 +89,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "idefics2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_4 node [model-specs/evidence/idefics2.yaml]; idefics2 on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_4 node [model-specs/evidence/idefics2.yaml]",
+            reason: "idefics2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_4 node [model-specs/evidence/idefics2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -127,7 +127,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "idefics2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_4 node [model-specs/evidence/idefics2.yaml]; idefics2 on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_4 node [model-specs/evidence/idefics2.yaml]",
+                    reason: "idefics2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_4 node [model-specs/evidence/idefics2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -162,7 +162,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "idefics2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/idefics2/model.onnx: Dynamic shape is not supported yet, for input: /model/vision_model/embeddings/Cast_6_output_0 [model-specs/evidence/idefics2.yaml]; idefics2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/idefics2/model.onnx: Dynamic shape is not supported yet, for input: /model/vision_model/embeddings/Cast_6_output_0 [model-specs/evidence/idefics2.yaml]",
+            reason: "idefics2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/idefics2/model.onnx: Dynamic shape is not supported yet, for input: /model/vision_model/embeddings/Cast_6_output_0 [model-specs/evidence/idefics2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -200,7 +200,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "idefics2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/idefics2/model.onnx: Dynamic shape is not supported yet, for input: /model/vision_model/embeddings/Cast_6_output_0 [model-specs/evidence/idefics2.yaml]; idefics2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/idefics2/model.onnx: Dynamic shape is not supported yet, for input: /model/vision_model/embeddings/Cast_6_output_0 [model-specs/evidence/idefics2.yaml]",
+                    reason: "idefics2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/idefics2/model.onnx: Dynamic shape is not supported yet, for input: /model/vision_model/embeddings/Cast_6_output_0 [model-specs/evidence/idefics2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -209,7 +209,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "idefics2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/idefics2/model.onnx: Dynamic shape is not supported yet, for input: /model/vision_model/embeddings/Cast_6_output_0 [model-specs/evidence/idefics2.yaml]; idefics2 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/idefics2/model.onnx: Dynamic shape is not supported yet, for input: /model/vision_model/embeddings/Cast_6_output_0 [model-specs/evidence/idefics2.yaml]",
+                    reason: "idefics2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/idefics2/model.onnx: Dynamic shape is not supported yet, for input: /model/vision_model/embeddings/Cast_6_output_0 [model-specs/evidence/idefics2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -237,7 +237,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "idefics2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Concat ×4 on… [model-specs/evidence/idefics2.yaml]; idefics2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Concat ×4 on… [model-specs/evidence/idefics2.yaml]",
+            reason: "idefics2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Concat ×4 on… [model-specs/evidence/idefics2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -275,7 +275,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "idefics2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Concat ×4 on… [model-specs/evidence/idefics2.yaml]; idefics2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Concat ×4 on… [model-specs/evidence/idefics2.yaml]",
+                    reason: "idefics2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Concat ×4 on… [model-specs/evidence/idefics2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -284,7 +284,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "idefics2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Concat ×4 on… [model-specs/evidence/idefics2.yaml]; idefics2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Concat ×4 on… [model-specs/evidence/idefics2.yaml]",
+                    reason: "idefics2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Cast ×1 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Concat ×4 on… [model-specs/evidence/idefics2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -95,7 +95,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "idefics3 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/idefics3.yaml]",
+                    reason: "idefics3 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/idefics3.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -130,7 +130,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "idefics3 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/idefics3/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/idefics3.yaml]; idefics3 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/idefics3/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/idefics3.yaml]",
+            reason: "idefics3 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/idefics3/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/idefics3.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -168,7 +168,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "idefics3 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/idefics3/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/idefics3.yaml]; idefics3 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/idefics3/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/idefics3.yaml]",
+                    reason: "idefics3 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/idefics3/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/idefics3.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -177,7 +177,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "idefics3 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/idefics3/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/idefics3.yaml]; idefics3 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/idefics3/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/idefics3.yaml]",
+                    reason: "idefics3 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/idefics3/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/idefics3.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -205,7 +205,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "idefics3 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/idefics3.yaml]; idefics3 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/idefics3.yaml]",
+            reason: "idefics3 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/idefics3.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -243,7 +243,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "idefics3 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/idefics3.yaml]; idefics3 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/idefics3.yaml]",
+                    reason: "idefics3 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/idefics3.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -252,7 +252,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "idefics3 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/idefics3.yaml]; idefics3 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/idefics3.yaml]",
+                    reason: "idefics3 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/idefics3.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -267,7 +267,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "idefics3 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/idefics3.yaml]",
+            reason: "idefics3 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/idefics3.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -289,7 +289,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "idefics3 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/idefics3.yaml]",
+                    reason: "idefics3 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/idefics3.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -298,7 +298,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "idefics3 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/idefics3.yaml]",
+                    reason: "idefics3 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/idefics3.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -307,7 +307,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "idefics3 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/idefics3.yaml]",
+                    reason: "idefics3 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/idefics3.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -322,7 +322,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "idefics3 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/idefics3.yaml]",
+            reason: "idefics3 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/idefics3.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -344,7 +344,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "idefics3 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/idefics3.yaml]",
+                    reason: "idefics3 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/idefics3.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -353,7 +353,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "idefics3 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/idefics3.yaml]",
+                    reason: "idefics3 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/idefics3.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -362,7 +362,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "idefics3 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/idefics3.yaml]",
+                    reason: "idefics3 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/idefics3.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -377,7 +377,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "idefics3 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/idefics3.yaml]",
+            reason: "idefics3 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/idefics3.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -399,7 +399,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "idefics3 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/idefics3.yaml]",
+                    reason: "idefics3 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/idefics3.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -408,7 +408,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "idefics3 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/idefics3.yaml]",
+                    reason: "idefics3 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/idefics3.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -417,7 +417,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "idefics3 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/idefics3.yaml]",
+                    reason: "idefics3 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/idefics3.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

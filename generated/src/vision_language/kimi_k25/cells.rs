@@ -22,12 +22,33 @@ pub static CPU_ONNX: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Int8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(
-                Precision::Int8Avx2,
+            PrecisionCheck::new(
+                Precision::Int8,
+                Planned::KnownIssue {
+                    reason: "kimi_k25 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/kimi_k25.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Int8Avx2,
+                Planned::KnownIssue {
+                    reason: "kimi_k25 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/kimi_k25.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "kimi_k25 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/kimi_k25.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);
@@ -113,7 +134,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "kimi_k25 on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_k25/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_k25/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/kimi_k25.yaml]",
+            reason: "kimi_k25 on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_k25/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/kimi_k25.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -151,7 +172,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "kimi_k25 on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_k25/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_k25/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/kimi_k25.yaml]",
+                    reason: "kimi_k25 on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/kimi_k25/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -166,7 +187,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_OV,
         Planned::KnownIssue {
-            reason: "kimi_k25 on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/kimi_k25/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/kimi_k25/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/kimi_k25.yaml]",
+            reason: "kimi_k25 on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/kimi_k25/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/kimi_k25.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -204,7 +225,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "kimi_k25 on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/kimi_k25/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/kimi_k25/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/kimi_k25.yaml]",
+                    reason: "kimi_k25 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (model-load): OpenVINO reading <fixtures>/kimi_k25/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -213,7 +234,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "kimi_k25 on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/kimi_k25/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/kimi_k25/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/kimi_k25.yaml]",
+                    reason: "kimi_k25 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (model-load): OpenVINO reading <fixtures>/kimi_k25/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -228,7 +249,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "kimi_k25 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×35 on CPUExecutionProvider, And ×1 on CPUExecutionProvider, Cast ×7 on… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×35 on CPUExecutionProvider, And ×1 on CPUExecutionProvider, Cast ×7 on… [model-specs/evidence/kimi_k25.yaml]",
+            reason: "kimi_k25 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×35 on CPUExecutionProvider, And ×1 on CPUExecutionProvider, Cast ×7 on… [model-specs/evidence/kimi_k25.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -266,18 +287,18 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "kimi_k25 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×35 on CPUExecutionProvider, And ×1 on CPUExecutionProvider, Cast ×7 on… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×35 on CPUExecutionProvider, And ×1 on CPUExecutionProvider, Cast ×7 on… [model-specs/evidence/kimi_k25.yaml]",
+                    reason: "kimi_k25 on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/kimi_k25/model.onnx: Node (/model/vision_tower/patch_embed/pos_emb/Add_12) Op (Add) [ShapeInferenceError] Incompatible dimensions [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "kimi_k25 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×35 on CPUExecutionProvider, And ×1 on CPUExecutionProvider, Cast ×7 on… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×35 on CPUExecutionProvider, And ×1 on CPUExecutionProvider, Cast ×7 on… [model-specs/evidence/kimi_k25.yaml]",
+                    reason: "kimi_k25 on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/kimi_k25/model.onnx: Node (/model/vision_tower/patch_embed/pos_emb/Add_12) Op (Add) [ShapeInferenceError] Incompatible dimensions [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
             ),
@@ -303,7 +324,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "kimi_k25 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×7 on CPUExecutionProvider, ConstantOfShape ×3 on CPUExecutionProvider, Div… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×7 on CPUExecutionProvider, ConstantOfShape ×3 on CPUExecutionProvider, Div… [model-specs/evidence/kimi_k25.yaml]",
+            reason: "kimi_k25 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×7 on CPUExecutionProvider, ConstantOfShape ×3 on CPUExecutionProvider, Div… [model-specs/evidence/kimi_k25.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -341,18 +362,18 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "kimi_k25 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×7 on CPUExecutionProvider, ConstantOfShape ×3 on CPUExecutionProvider, Div… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×7 on CPUExecutionProvider, ConstantOfShape ×3 on CPUExecutionProvider, Div… [model-specs/evidence/kimi_k25.yaml]",
+                    reason: "kimi_k25 on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
             ),
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "kimi_k25 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×7 on CPUExecutionProvider, ConstantOfShape ×3 on CPUExecutionProvider, Div… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×7 on CPUExecutionProvider, ConstantOfShape ×3 on CPUExecutionProvider, Div… [model-specs/evidence/kimi_k25.yaml]",
+                    reason: "kimi_k25 on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
+                    stage: Some(Stage::Load),
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
@@ -365,7 +386,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "kimi_k25 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]",
+            reason: "kimi_k25 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -403,7 +424,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "kimi_k25 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]",
+                    reason: "kimi_k25 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -412,7 +433,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "kimi_k25 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]",
+                    reason: "kimi_k25 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -421,7 +442,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "kimi_k25 on webgpu with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on webgpu with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]",
+                    reason: "kimi_k25 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -436,7 +457,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "kimi_k25 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]",
+            reason: "kimi_k25 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -474,7 +495,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "kimi_k25 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]",
+                    reason: "kimi_k25 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -483,7 +504,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "kimi_k25 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]",
+                    reason: "kimi_k25 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -492,7 +513,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "kimi_k25 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]",
+                    reason: "kimi_k25 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -507,7 +528,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "kimi_k25 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]",
+            reason: "kimi_k25 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -545,7 +566,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "kimi_k25 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]",
+                    reason: "kimi_k25 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -554,7 +575,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "kimi_k25 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]",
+                    reason: "kimi_k25 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -563,7 +584,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "kimi_k25 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]; kimi_k25 on webgpu with firefox: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/kimi_k25.yaml]",
+                    reason: "kimi_k25 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -196,7 +196,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::NotTested {
-            reason: "not tested here: llama4 on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/llama4.yaml]; llama4 on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/llama4.yaml]",
+            reason: "not tested here: llama4 on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/llama4.yaml] (the store also holds runs)",
             stage: Stage::Run,
         },
     )
@@ -230,7 +230,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::NotTested {
-                    reason: "not tested here: llama4 on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/llama4.yaml]; llama4 on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/llama4.yaml]",
+                    reason: "not tested here: llama4 on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/llama4.yaml] (the store also holds matches_reference, runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
@@ -238,7 +238,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::NotTested {
-                    reason: "not tested here: llama4 on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/llama4.yaml]; llama4 on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/llama4.yaml]",
+                    reason: "not tested here: llama4 on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/llama4.yaml] (the store also holds matches_reference, runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
@@ -268,7 +268,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "llama4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/llama4.yaml]; llama4 on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/llama4.yaml]",
+            reason: "llama4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/llama4.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -306,7 +306,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "llama4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/llama4.yaml]; llama4 on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/llama4.yaml]",
+                    reason: "llama4 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/llama4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -315,7 +315,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "llama4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/llama4.yaml]; llama4 on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/llama4.yaml]",
+                    reason: "llama4 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/llama4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -151,7 +151,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "llava on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/llava.yaml]; llava on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/llava.yaml]",
+            reason: "llava on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/llava.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -189,7 +189,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "llava on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/llava.yaml]; llava on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/llava.yaml]",
+                    reason: "llava on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/llava.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -198,7 +198,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "llava on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/llava.yaml]; llava on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/llava.yaml]",
+                    reason: "llava on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: NonZero ×1 on CPUExecutionProvider, ScatterND ×1 on CPUExecutionProvider, Shape ×1 on CPUExecutionProvider, Slice… [model-specs/evidence/llava.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -226,7 +226,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "llava on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava.yaml]; llava on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava.yaml]",
+            reason: "llava on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/llava.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -236,7 +236,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "llava on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava.yaml]",
+                    reason: "llava on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/llava.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -244,7 +244,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "llava on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava.yaml]",
+                    reason: "llava on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/llava.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -252,7 +252,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "llava on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava.yaml]",
+                    reason: "llava on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/llava.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -264,7 +264,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "llava on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava.yaml]; llava on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava.yaml]",
+                    reason: "llava on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/llava.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -273,7 +273,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "llava on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava.yaml]; llava on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava.yaml]",
+                    reason: "llava on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/llava.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

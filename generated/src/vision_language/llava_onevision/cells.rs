@@ -38,7 +38,7 @@ pub static CPU_TORCH: Cell = Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_TORCH,
         Planned::KnownIssue {
-            reason: "llava_onevision on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/llava_onevision.yaml]; llava_onevision on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/llava_onevision.yaml]",
+            reason: "llava_onevision on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/llava_onevision.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Export),
         },
@@ -140,7 +140,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "llava_onevision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/llava_onevision.yaml]",
+                    reason: "llava_onevision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/llava_onevision.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -175,7 +175,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "llava_onevision on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/llava_onevision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/llava_onevision.yaml]; llava_onevision on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/llava_onevision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/llava_onevision.yaml]",
+            reason: "llava_onevision on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/llava_onevision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/llava_onevision.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -213,7 +213,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "llava_onevision on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/llava_onevision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/llava_onevision.yaml]; llava_onevision on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/llava_onevision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/llava_onevision.yaml]",
+                    reason: "llava_onevision on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/llava_onevision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/llava_onevision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -222,7 +222,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "llava_onevision on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/llava_onevision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/llava_onevision.yaml]; llava_onevision on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/llava_onevision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/llava_onevision.yaml]",
+                    reason: "llava_onevision on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/llava_onevision/model.onnx: Failed to finalize QNN graph [model-specs/evidence/llava_onevision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -250,7 +250,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "llava_onevision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava_onevision.yaml]; llava_onevision on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava_onevision.yaml]",
+            reason: "llava_onevision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/llava_onevision.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -260,7 +260,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "llava_onevision on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava_onevision.yaml]",
+                    reason: "llava_onevision on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/llava_onevision.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -268,7 +268,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "llava_onevision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava_onevision.yaml]",
+                    reason: "llava_onevision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/llava_onevision.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -276,7 +276,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "llava_onevision on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava_onevision.yaml]",
+                    reason: "llava_onevision on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/llava_onevision.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -288,7 +288,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "llava_onevision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava_onevision.yaml]; llava_onevision on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava_onevision.yaml]",
+                    reason: "llava_onevision on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/llava_onevision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -297,7 +297,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "llava_onevision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava_onevision.yaml]; llava_onevision on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 5… [model-specs/evidence/llava_onevision.yaml]",
+                    reason: "llava_onevision on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/llava_onevision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -17,7 +17,7 @@ mod onnx {
     );
     runtime::generation_test!(super::super::cells::CPU_ONNX, gate = gate_cpu);
 }
-/// llava_onevision on cpu with libtorch, device cpu: known-issue (llava_onevision on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/llava_onevision.yaml]; llava_onevision on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/llava_onevision.yaml]).
+/// llava_onevision on cpu with libtorch, device cpu: known-issue (llava_onevision on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/llava_onevision.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated vision_language::llava_onevision::cpu::torch::`.
 mod torch {

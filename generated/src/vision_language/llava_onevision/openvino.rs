@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
     runtime::precision_test!(
         int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: llava_onevision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere… [model-specs/evidence/llava_onevision.yaml]"
+        "known issue: llava_onevision on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/llava_onevision.yaml]"
     );
     runtime::generation_test!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
 }

@@ -13,7 +13,7 @@ mod onnx {
     );
     runtime::generation_test!(
         super::super::cells::CUDA_ONNX, ignore =
-        "not tested here: minicpm_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares (`cache:` [model-specs/evidence/minicpm_ocr.yaml]"
+        "not tested here: minicpm_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model's cache is not the one its spec declares [model-specs/evidence/minicpm_ocr.yaml]"
     );
 }
 /// minicpm_ocr on cuda with libtorch, device cuda: run.

@@ -89,7 +89,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "minicpmv4_6 on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_4 node [model-specs/evidence/minicpmv4_6.yaml]; minicpmv4_6 on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_4 node [model-specs/evidence/minicpmv4_6.yaml]",
+            reason: "minicpmv4_6 on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_4 node [model-specs/evidence/minicpmv4_6.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -127,7 +127,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "minicpmv4_6 on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_4 node [model-specs/evidence/minicpmv4_6.yaml]; minicpmv4_6 on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_4 node [model-specs/evidence/minicpmv4_6.yaml]",
+                    reason: "minicpmv4_6 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_4 node [model-specs/evidence/minicpmv4_6.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -169,7 +169,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "minicpmv4_6 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml]; minicpmv4_6 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml]",
+            reason: "minicpmv4_6 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -207,7 +207,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "minicpmv4_6 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml]; minicpmv4_6 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml]",
+                    reason: "minicpmv4_6 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -216,7 +216,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "minicpmv4_6 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml]; minicpmv4_6 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml]",
+                    reason: "minicpmv4_6 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -244,7 +244,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "minicpmv4_6 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml]; minicpmv4_6 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml]",
+            reason: "minicpmv4_6 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -282,7 +282,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "minicpmv4_6 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml]; minicpmv4_6 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml]",
+                    reason: "minicpmv4_6 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -291,7 +291,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "minicpmv4_6 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml]; minicpmv4_6 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml]",
+                    reason: "minicpmv4_6 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Concat ×1 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/minicpmv4_6.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -313,7 +313,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "minicpmv4_6 on webgpu with browser: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/minicpmv4_6.yaml]; minicpmv4_6 on webgpu with browser: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpmv4_6.yaml]",
+            reason: "minicpmv4_6 on webgpu with browser: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpmv4_6.yaml] (the store also holds matches_reference)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -350,7 +350,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "minicpmv4_6 on webgpu with browser: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/minicpmv4_6.yaml]; minicpmv4_6 on webgpu with browser: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpmv4_6.yaml]",
+                    reason: "minicpmv4_6 on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpmv4_6.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -359,7 +359,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "minicpmv4_6 on webgpu with browser: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/minicpmv4_6.yaml]; minicpmv4_6 on webgpu with browser: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpmv4_6.yaml]",
+                    reason: "minicpmv4_6 on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpmv4_6.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -368,7 +368,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "minicpmv4_6 on webgpu with browser: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/minicpmv4_6.yaml]; minicpmv4_6 on webgpu with browser: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpmv4_6.yaml]",
+                    reason: "minicpmv4_6 on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpmv4_6.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -383,7 +383,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "minicpmv4_6 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpmv4_6.yaml]; minicpmv4_6 on webgpu with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpmv4_6.yaml]",
+            reason: "minicpmv4_6 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpmv4_6.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -421,7 +421,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "minicpmv4_6 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpmv4_6.yaml]; minicpmv4_6 on webgpu with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpmv4_6.yaml]",
+                    reason: "minicpmv4_6 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpmv4_6.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -430,7 +430,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "minicpmv4_6 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpmv4_6.yaml]; minicpmv4_6 on webgpu with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpmv4_6.yaml]",
+                    reason: "minicpmv4_6 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpmv4_6.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -439,7 +439,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "minicpmv4_6 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpmv4_6.yaml]; minicpmv4_6 on webgpu with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpmv4_6.yaml]",
+                    reason: "minicpmv4_6 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/minicpmv4_6.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

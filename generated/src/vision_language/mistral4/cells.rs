@@ -140,7 +140,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "mistral4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral4.yaml]; mistral4 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral4.yaml]",
+            reason: "mistral4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral4.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -178,7 +178,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "mistral4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral4.yaml]; mistral4 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral4.yaml]",
+                    reason: "mistral4 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -187,7 +187,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "mistral4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral4.yaml]; mistral4 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral4.yaml]",
+                    reason: "mistral4 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -185,7 +185,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "mistral_large4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/mistral_large4/model.onnx: Failed to compose Qnn graph [model-specs/evidence/mistral_large4.yaml]; mistral_large4 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/mistral_large4/model.onnx: Failed to compose Qnn graph [model-specs/evidence/mistral_large4.yaml]",
+            reason: "mistral_large4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/mistral_large4/model.onnx: Failed to compose Qnn graph [model-specs/evidence/mistral_large4.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -223,7 +223,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "mistral_large4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/mistral_large4/model.onnx: Failed to compose Qnn graph [model-specs/evidence/mistral_large4.yaml]; mistral_large4 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/mistral_large4/model.onnx: Failed to compose Qnn graph [model-specs/evidence/mistral_large4.yaml]",
+                    reason: "mistral_large4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/mistral_large4/model.onnx: Failed to compose Qnn graph [model-specs/evidence/mistral_large4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -232,7 +232,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "mistral_large4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/mistral_large4/model.onnx: Failed to compose Qnn graph [model-specs/evidence/mistral_large4.yaml]; mistral_large4 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/mistral_large4/model.onnx: Failed to compose Qnn graph [model-specs/evidence/mistral_large4.yaml]",
+                    reason: "mistral_large4 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/mistral_large4/model.onnx: Failed to compose Qnn graph [model-specs/evidence/mistral_large4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -260,7 +260,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "mistral_large4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral_large4.yaml]; mistral_large4 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral_large4.yaml]",
+            reason: "mistral_large4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral_large4.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -298,7 +298,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "mistral_large4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral_large4.yaml]; mistral_large4 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral_large4.yaml]",
+                    reason: "mistral_large4 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral_large4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -307,7 +307,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "mistral_large4 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral_large4.yaml]; mistral_large4 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral_large4.yaml]",
+                    reason: "mistral_large4 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/mistral_large4.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

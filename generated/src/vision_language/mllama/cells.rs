@@ -117,7 +117,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "mllama on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_3 node [model-specs/evidence/mllama.yaml]; mllama on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_3 node [model-specs/evidence/mllama.yaml]",
+            reason: "mllama on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_3 node [model-specs/evidence/mllama.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -155,7 +155,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "mllama on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_3 node [model-specs/evidence/mllama.yaml]; mllama on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_3 node [model-specs/evidence/mllama.yaml]",
+                    reason: "mllama on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_3 node [model-specs/evidence/mllama.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

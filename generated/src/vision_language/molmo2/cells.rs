@@ -133,7 +133,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::NotTested {
-            reason: "not tested here: molmo2 on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/molmo2.yaml]; molmo2 on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/molmo2.yaml]",
+            reason: "not tested here: molmo2 on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/molmo2.yaml] (the store also holds runs)",
             stage: Stage::Run,
         },
     )
@@ -167,7 +167,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::NotTested {
-                    reason: "not tested here: molmo2 on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/molmo2.yaml]; molmo2 on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/molmo2.yaml]",
+                    reason: "not tested here: molmo2 on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/molmo2.yaml] (the store also holds matches_reference, runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
@@ -175,7 +175,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::NotTested {
-                    reason: "not tested here: molmo2 on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/molmo2.yaml]; molmo2 on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/molmo2.yaml]",
+                    reason: "not tested here: molmo2 on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/molmo2.yaml] (the store also holds matches_reference, runs)",
                     stage: Stage::Run,
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
@@ -205,7 +205,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "molmo2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape… [model-specs/evidence/molmo2.yaml]; molmo2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape… [model-specs/evidence/molmo2.yaml]",
+            reason: "molmo2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape… [model-specs/evidence/molmo2.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -243,7 +243,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "molmo2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape… [model-specs/evidence/molmo2.yaml]; molmo2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape… [model-specs/evidence/molmo2.yaml]",
+                    reason: "molmo2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape… [model-specs/evidence/molmo2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -252,7 +252,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "molmo2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape… [model-specs/evidence/molmo2.yaml]; molmo2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape… [model-specs/evidence/molmo2.yaml]",
+                    reason: "molmo2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, Reshape… [model-specs/evidence/molmo2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -267,7 +267,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "molmo2 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/molmo2.yaml]",
+            reason: "molmo2 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -281,7 +281,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "molmo2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 416 elements outside abs … + rel … (max abs error … [model-specs/evidence/molmo2.yaml]",
+                    reason: "molmo2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 416 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -293,7 +293,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "molmo2 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/molmo2.yaml]",
+                    reason: "molmo2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 416 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -302,7 +302,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "molmo2 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/molmo2.yaml]",
+                    reason: "molmo2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 416 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -311,7 +311,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "molmo2 on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/molmo2.yaml]",
+                    reason: "molmo2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 416 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -326,7 +326,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/molmo2.yaml]",
+            reason: "molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -348,7 +348,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/molmo2.yaml]",
+                    reason: "molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -357,7 +357,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/molmo2.yaml]",
+                    reason: "molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -366,7 +366,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/molmo2.yaml]",
+                    reason: "molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -381,7 +381,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "molmo2 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/molmo2.yaml]",
+            reason: "molmo2 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -403,7 +403,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "molmo2 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/molmo2.yaml]",
+                    reason: "molmo2 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -412,7 +412,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "molmo2 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/molmo2.yaml]",
+                    reason: "molmo2 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -421,7 +421,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "molmo2 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … (max abs error … [model-specs/evidence/molmo2.yaml]",
+                    reason: "molmo2 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

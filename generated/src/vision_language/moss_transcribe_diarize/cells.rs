@@ -143,7 +143,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "moss_transcribe_diarize on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/moss_transcribe_diarize.yaml]; moss_transcribe_diarize on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/moss_transcribe_diarize.yaml]",
+            reason: "moss_transcribe_diarize on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/moss_transcribe_diarize.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -181,7 +181,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "moss_transcribe_diarize on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/moss_transcribe_diarize.yaml]; moss_transcribe_diarize on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/moss_transcribe_diarize.yaml]",
+                    reason: "moss_transcribe_diarize on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/moss_transcribe_diarize.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -190,7 +190,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "moss_transcribe_diarize on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/moss_transcribe_diarize.yaml]; moss_transcribe_diarize on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/moss_transcribe_diarize.yaml]",
+                    reason: "moss_transcribe_diarize on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Gemm ×2 on CPUExecutionProvider… [model-specs/evidence/moss_transcribe_diarize.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -13,7 +13,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 12 [model-specs/evidence/muse_glimmer.yaml]",
+                    reason: "muse_glimmer on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/muse_glimmer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -22,7 +22,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8Avx2,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 12 [model-specs/evidence/muse_glimmer.yaml]",
+                    reason: "muse_glimmer on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/muse_glimmer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -31,7 +31,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 12 [model-specs/evidence/muse_glimmer.yaml]",
+                    reason: "muse_glimmer on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/muse_glimmer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -110,7 +110,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "muse_glimmer on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: NonZero ×1 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran… [model-specs/evidence/muse_glimmer.yaml]; muse_glimmer on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: NonZero ×1 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran… [model-specs/evidence/muse_glimmer.yaml]",
+            reason: "muse_glimmer on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: NonZero ×1 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran… [model-specs/evidence/muse_glimmer.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -148,7 +148,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: NonZero ×1 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran… [model-specs/evidence/muse_glimmer.yaml]; muse_glimmer on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: NonZero ×1 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran… [model-specs/evidence/muse_glimmer.yaml]",
+                    reason: "muse_glimmer on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: NonZero ×1 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider ran… [model-specs/evidence/muse_glimmer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -173,7 +173,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 12 [model-specs/evidence/muse_glimmer.yaml]",
+                    reason: "muse_glimmer on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/muse_glimmer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -188,7 +188,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "muse_glimmer on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/muse_glimmer/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_13656245377500157450_8_2 [model-specs/evidence/muse_glimmer.yaml]; muse_glimmer on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/muse_glimmer/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_13656245377500157450_8_2 [model-specs/evidence/muse_glimmer.yaml]",
+            reason: "muse_glimmer on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/muse_glimmer/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_13656245377500157450_8_2 [model-specs/evidence/muse_glimmer.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -226,7 +226,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/muse_glimmer/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_13656245377500157450_8_2 [model-specs/evidence/muse_glimmer.yaml]; muse_glimmer on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/muse_glimmer/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_13656245377500157450_8_2 [model-specs/evidence/muse_glimmer.yaml]",
+                    reason: "muse_glimmer on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/muse_glimmer/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_13656245377500157450_8_2 [model-specs/evidence/muse_glimmer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -235,7 +235,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/muse_glimmer/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_13656245377500157450_8_2 [model-specs/evidence/muse_glimmer.yaml]; muse_glimmer on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/muse_glimmer/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_13656245377500157450_8_2 [model-specs/evidence/muse_glimmer.yaml]",
+                    reason: "muse_glimmer on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/muse_glimmer/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_13656245377500157450_8_2 [model-specs/evidence/muse_glimmer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -263,7 +263,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "muse_glimmer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Div ×2 on… [model-specs/evidence/muse_glimmer.yaml]; muse_glimmer on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Div ×2 on… [model-specs/evidence/muse_glimmer.yaml]",
+            reason: "muse_glimmer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Div ×2 on… [model-specs/evidence/muse_glimmer.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -301,7 +301,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Div ×2 on… [model-specs/evidence/muse_glimmer.yaml]; muse_glimmer on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Div ×2 on… [model-specs/evidence/muse_glimmer.yaml]",
+                    reason: "muse_glimmer on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Div ×2 on… [model-specs/evidence/muse_glimmer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -310,7 +310,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Div ×2 on… [model-specs/evidence/muse_glimmer.yaml]; muse_glimmer on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Div ×2 on… [model-specs/evidence/muse_glimmer.yaml]",
+                    reason: "muse_glimmer on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Div ×2 on… [model-specs/evidence/muse_glimmer.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -325,7 +325,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "muse_glimmer on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 52 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/muse_glimmer.yaml]",
+            reason: "muse_glimmer on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 52 of 384 elements outside abs … + rel … [model-specs/evidence/muse_glimmer.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -339,7 +339,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "muse_glimmer on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 48 of 544 elements outside abs … + rel … (max abs error … [model-specs/evidence/muse_glimmer.yaml]",
+                    reason: "muse_glimmer on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 48 of 544 elements outside abs … + rel … [model-specs/evidence/muse_glimmer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -351,7 +351,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 52 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/muse_glimmer.yaml]",
+                    reason: "muse_glimmer on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 48 of 544 elements outside abs … + rel … [model-specs/evidence/muse_glimmer.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -360,7 +360,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 52 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/muse_glimmer.yaml]",
+                    reason: "muse_glimmer on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 48 of 544 elements outside abs … + rel … [model-specs/evidence/muse_glimmer.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -369,7 +369,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 52 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/muse_glimmer.yaml]",
+                    reason: "muse_glimmer on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 48 of 544 elements outside abs … + rel … [model-specs/evidence/muse_glimmer.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -391,7 +391,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 12 [model-specs/evidence/muse_glimmer.yaml]",
+                    reason: "muse_glimmer on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/muse_glimmer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -400,7 +400,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "muse_glimmer on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 12 [model-specs/evidence/muse_glimmer.yaml]",
+                    reason: "muse_glimmer on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/muse_glimmer.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

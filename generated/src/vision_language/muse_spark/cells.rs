@@ -18,7 +18,7 @@ pub static CPU_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "muse_spark on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 12 [model-specs/evidence/muse_spark.yaml]",
+                    reason: "muse_spark on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/muse_spark.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -110,7 +110,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "muse_spark on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: NonZero ×11 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider… [model-specs/evidence/muse_spark.yaml]; muse_spark on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: NonZero ×11 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider… [model-specs/evidence/muse_spark.yaml]",
+            reason: "muse_spark on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: NonZero ×11 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider… [model-specs/evidence/muse_spark.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -148,7 +148,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "muse_spark on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: NonZero ×11 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider… [model-specs/evidence/muse_spark.yaml]; muse_spark on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: NonZero ×11 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider… [model-specs/evidence/muse_spark.yaml]",
+                    reason: "muse_spark on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: NonZero ×11 on CPUExecutionProvider, Pad ×1 on CPUExecutionProvider, ReduceSum ×1 on CPUExecutionProvider… [model-specs/evidence/muse_spark.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -173,7 +173,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "muse_spark on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 12 [model-specs/evidence/muse_spark.yaml]",
+                    reason: "muse_spark on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/muse_spark.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -188,7 +188,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "muse_spark on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/muse_spark/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_15817385064769579547_16_2 [model-specs/evidence/muse_spark.yaml]; muse_spark on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/muse_spark/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_15817385064769579547_16_2 [model-specs/evidence/muse_spark.yaml]",
+            reason: "muse_spark on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/muse_spark/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_15817385064769579547_16_2 [model-specs/evidence/muse_spark.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -226,7 +226,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "muse_spark on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/muse_spark/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_15817385064769579547_16_2 [model-specs/evidence/muse_spark.yaml]; muse_spark on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/muse_spark/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_15817385064769579547_16_2 [model-specs/evidence/muse_spark.yaml]",
+                    reason: "muse_spark on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/muse_spark/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_15817385064769579547_16_2 [model-specs/evidence/muse_spark.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -235,7 +235,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "muse_spark on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/muse_spark/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_15817385064769579547_16_2 [model-specs/evidence/muse_spark.yaml]; muse_spark on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/muse_spark/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_15817385064769579547_16_2 [model-specs/evidence/muse_spark.yaml]",
+                    reason: "muse_spark on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/muse_spark/model.onnx: Failed to setup QNN input tensors for graph: QNNExecutionProvider_QNNExecutionProvider_15817385064769579547_16_2 [model-specs/evidence/muse_spark.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -263,7 +263,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "muse_spark on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/muse_spark.yaml]; muse_spark on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/muse_spark.yaml]",
+            reason: "muse_spark on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/muse_spark.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -301,7 +301,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "muse_spark on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/muse_spark.yaml]; muse_spark on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/muse_spark.yaml]",
+                    reason: "muse_spark on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/muse_spark.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -310,7 +310,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "muse_spark on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/muse_spark.yaml]; muse_spark on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/muse_spark.yaml]",
+                    reason: "muse_spark on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/muse_spark.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -332,7 +332,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "muse_spark on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 6 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/muse_spark.yaml]",
+            reason: "muse_spark on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 6 of 384 elements outside abs … + rel … [model-specs/evidence/muse_spark.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -346,7 +346,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "muse_spark on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 69 of 544 elements outside abs … + rel … (max abs error … [model-specs/evidence/muse_spark.yaml]",
+                    reason: "muse_spark on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 69 of 544 elements outside abs … + rel … [model-specs/evidence/muse_spark.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -358,7 +358,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "muse_spark on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 6 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/muse_spark.yaml]",
+                    reason: "muse_spark on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 69 of 544 elements outside abs … + rel … [model-specs/evidence/muse_spark.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -367,7 +367,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "muse_spark on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 6 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/muse_spark.yaml]",
+                    reason: "muse_spark on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 69 of 544 elements outside abs … + rel … [model-specs/evidence/muse_spark.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -376,7 +376,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "muse_spark on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 6 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/muse_spark.yaml]",
+                    reason: "muse_spark on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 69 of 544 elements outside abs … + rel … [model-specs/evidence/muse_spark.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -398,7 +398,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "muse_spark on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 12 [model-specs/evidence/muse_spark.yaml]",
+                    reason: "muse_spark on webgpu with onnxruntime: q4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/muse_spark.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -407,7 +407,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "muse_spark on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 12 [model-specs/evidence/muse_spark.yaml]",
+                    reason: "muse_spark on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/muse_spark.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

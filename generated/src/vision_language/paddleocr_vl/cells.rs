@@ -102,7 +102,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "paddleocr_vl on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%)… [model-specs/evidence/paddleocr_vl.yaml]",
+                    reason: "paddleocr_vl on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): component vision: not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/paddleocr_vl.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -119,7 +119,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "pi0 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 1 nodes (33%), 48 µs (0%) [model-specs/evidence/pi0.yaml]",
+                    reason: "pi0 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pi0.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -166,7 +166,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "pi0 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/pi0.yaml]; pi0 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/pi0.yaml]",
+            reason: "pi0 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pi0.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -176,7 +176,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "pi0 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/pi0.yaml]",
+                    reason: "pi0 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pi0.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -184,7 +184,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "pi0 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/pi0.yaml]",
+                    reason: "pi0 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pi0.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -192,7 +192,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "pi0 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/pi0.yaml]",
+                    reason: "pi0 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pi0.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -204,7 +204,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "pi0 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/pi0.yaml]; pi0 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/pi0.yaml]",
+                    reason: "pi0 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pi0.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -213,7 +213,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "pi0 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/pi0.yaml]; pi0 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 3 nodes… [model-specs/evidence/pi0.yaml]",
+                    reason: "pi0 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Equal ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pi0.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -240,7 +240,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "pi0 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pi0.yaml]; pi0 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pi0.yaml]",
+            reason: "pi0 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pi0.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -278,7 +278,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "pi0 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pi0.yaml]; pi0 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pi0.yaml]",
+                    reason: "pi0 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pi0.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -287,7 +287,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "pi0 on webnn with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pi0.yaml]; pi0 on webnn with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pi0.yaml]",
+                    reason: "pi0 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled: NotSupportedError: Failed… [model-specs/evidence/pi0.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -13,8 +13,8 @@ mod onnx {
         "known issue: qwen2_5_omni_thinker on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32) [model-specs/evidence/qwen2_5_omni_thinker.yaml]"
     );
     runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
-        gate_openvino
+        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+        "known issue: qwen2_5_omni_thinker on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32) [model-specs/evidence/qwen2_5_omni_thinker.yaml]"
     );
     runtime::generation_test!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
 }
@@ -31,12 +31,12 @@ mod ov {
         "known issue: qwen2_5_omni_thinker on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32) [model-specs/evidence/qwen2_5_omni_thinker.yaml]"
     );
     runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+        "known issue: qwen2_5_omni_thinker on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32) [model-specs/evidence/qwen2_5_omni_thinker.yaml]"
     );
     runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
-        gate_openvino
+        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+        "known issue: qwen2_5_omni_thinker on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32) [model-specs/evidence/qwen2_5_omni_thinker.yaml]"
     );
     runtime::generation_test!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
 }

@@ -143,7 +143,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "qwen2_audio on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/qwen2_audio.yaml]; qwen2_audio on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/qwen2_audio.yaml]",
+            reason: "qwen2_audio on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/qwen2_audio.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -181,7 +181,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen2_audio on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/qwen2_audio.yaml]; qwen2_audio on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/qwen2_audio.yaml]",
+                    reason: "qwen2_audio on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/qwen2_audio.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -190,7 +190,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen2_audio on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/qwen2_audio.yaml]; qwen2_audio on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/qwen2_audio.yaml]",
+                    reason: "qwen2_audio on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/qwen2_audio.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -204,7 +204,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "qwen2_audio on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/qwen2_audio.yaml]",
+            reason: "qwen2_audio on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -226,7 +226,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/qwen2_audio.yaml]",
+                    reason: "qwen2_audio on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -235,7 +235,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/qwen2_audio.yaml]",
+                    reason: "qwen2_audio on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -244,7 +244,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/qwen2_audio.yaml]",
+                    reason: "qwen2_audio on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -258,7 +258,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/qwen2_audio.yaml]",
+            reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -280,7 +280,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/qwen2_audio.yaml]",
+                    reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -289,7 +289,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/qwen2_audio.yaml]",
+                    reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -298,7 +298,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/qwen2_audio.yaml]",
+                    reason: "qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -312,7 +312,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "qwen2_audio on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/qwen2_audio.yaml]",
+            reason: "qwen2_audio on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -334,7 +334,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/qwen2_audio.yaml]",
+                    reason: "qwen2_audio on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -343,7 +343,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/qwen2_audio.yaml]",
+                    reason: "qwen2_audio on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -352,7 +352,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … (max abs error … [model-specs/evidence/qwen2_audio.yaml]",
+                    reason: "qwen2_audio on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

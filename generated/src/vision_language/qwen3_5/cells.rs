@@ -96,7 +96,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "qwen3_5 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on… [model-specs/evidence/qwen3_5.yaml]; qwen3_5 on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on… [model-specs/evidence/qwen3_5.yaml]",
+            reason: "qwen3_5 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on… [model-specs/evidence/qwen3_5.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -134,7 +134,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "qwen3_5 on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on… [model-specs/evidence/qwen3_5.yaml]; qwen3_5 on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on… [model-specs/evidence/qwen3_5.yaml]",
+                    reason: "qwen3_5 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): component language: not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, Transpose ×4 on… [model-specs/evidence/qwen3_5.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -180,7 +180,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "qwen3_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5.yaml]; qwen3_5 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5.yaml]",
+            reason: "qwen3_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -218,7 +218,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen3_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5.yaml]; qwen3_5 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5.yaml]",
+                    reason: "qwen3_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -227,7 +227,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen3_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5.yaml]; qwen3_5 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5.yaml]",
+                    reason: "qwen3_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -255,7 +255,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "qwen3_5 on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/qwen3_5.yaml]; qwen3_5 on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/qwen3_5.yaml]",
+            reason: "qwen3_5 on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/qwen3_5.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -293,7 +293,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen3_5 on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/qwen3_5.yaml]; qwen3_5 on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/qwen3_5.yaml]",
+                    reason: "qwen3_5 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/qwen3_5.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -302,7 +302,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen3_5 on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/qwen3_5.yaml]; qwen3_5 on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/qwen3_5.yaml]",
+                    reason: "qwen3_5 on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/qwen3_5.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -96,7 +96,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "qwen3_5_moe on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_17 node [model-specs/evidence/qwen3_5_moe.yaml]; qwen3_5_moe on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_15 node [model-specs/evidence/qwen3_5_moe.yaml]",
+            reason: "qwen3_5_moe on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_17 node [model-specs/evidence/qwen3_5_moe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -134,7 +134,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "qwen3_5_moe on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_17 node [model-specs/evidence/qwen3_5_moe.yaml]; qwen3_5_moe on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_15 node [model-specs/evidence/qwen3_5_moe.yaml]",
+                    reason: "qwen3_5_moe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_15 node [model-specs/evidence/qwen3_5_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -180,7 +180,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "qwen3_5_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe.yaml]; qwen3_5_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe.yaml]",
+            reason: "qwen3_5_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -218,7 +218,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen3_5_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe.yaml]; qwen3_5_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe.yaml]",
+                    reason: "qwen3_5_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -227,7 +227,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen3_5_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe.yaml]; qwen3_5_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe.yaml]",
+                    reason: "qwen3_5_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5_moe/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -255,7 +255,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "qwen3_5_moe on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on… [model-specs/evidence/qwen3_5_moe.yaml]; qwen3_5_moe on webnn with browser: runs failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on… [model-specs/evidence/qwen3_5_moe.yaml]",
+            reason: "qwen3_5_moe on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on… [model-specs/evidence/qwen3_5_moe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -293,7 +293,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen3_5_moe on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on… [model-specs/evidence/qwen3_5_moe.yaml]; qwen3_5_moe on webnn with browser: runs failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on… [model-specs/evidence/qwen3_5_moe.yaml]",
+                    reason: "qwen3_5_moe on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on… [model-specs/evidence/qwen3_5_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -302,7 +302,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen3_5_moe on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on… [model-specs/evidence/qwen3_5_moe.yaml]; qwen3_5_moe on webnn with browser: runs failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on… [model-specs/evidence/qwen3_5_moe.yaml]",
+                    reason: "qwen3_5_moe on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): component language: not every node ran on WebNNExecutionProvider: Gather ×16 on CPUExecutionProvider, MatMul ×16 on CPUExecutionProvider, Mul ×16 on… [model-specs/evidence/qwen3_5_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

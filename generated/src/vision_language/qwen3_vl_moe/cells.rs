@@ -154,7 +154,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "qwen3_vl_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_vl_moe/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_vl_moe.yaml]; qwen3_vl_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_vl_moe/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_vl_moe.yaml]",
+            reason: "qwen3_vl_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_vl_moe/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_vl_moe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -192,7 +192,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen3_vl_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_vl_moe/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_vl_moe.yaml]; qwen3_vl_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_vl_moe/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_vl_moe.yaml]",
+                    reason: "qwen3_vl_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_vl_moe/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_vl_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -201,7 +201,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen3_vl_moe on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_vl_moe/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_vl_moe.yaml]; qwen3_vl_moe on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_vl_moe/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_vl_moe.yaml]",
+                    reason: "qwen3_vl_moe on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_vl_moe/language/model.onnx: Failed to finalize QNN graph [model-specs/evidence/qwen3_vl_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -229,7 +229,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "qwen3_vl_moe on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/qwen3_vl_moe.yaml]; qwen3_vl_moe on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/qwen3_vl_moe.yaml]",
+            reason: "qwen3_vl_moe on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/qwen3_vl_moe.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -267,7 +267,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "qwen3_vl_moe on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/qwen3_vl_moe.yaml]; qwen3_vl_moe on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/qwen3_vl_moe.yaml]",
+                    reason: "qwen3_vl_moe on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/qwen3_vl_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -276,7 +276,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "qwen3_vl_moe on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/qwen3_vl_moe.yaml]; qwen3_vl_moe on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/qwen3_vl_moe.yaml]",
+                    reason: "qwen3_vl_moe on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/qwen3_vl_moe.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

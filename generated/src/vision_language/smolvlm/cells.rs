@@ -89,7 +89,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "smolvlm on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Or ×1… [model-specs/evidence/smolvlm.yaml]; smolvlm on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Or ×1… [model-specs/evidence/smolvlm.yaml]",
+            reason: "smolvlm on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Or ×1… [model-specs/evidence/smolvlm.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -127,7 +127,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "smolvlm on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Or ×1… [model-specs/evidence/smolvlm.yaml]; smolvlm on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Or ×1… [model-specs/evidence/smolvlm.yaml]",
+                    reason: "smolvlm on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider, Not ×1 on CPUExecutionProvider, Or ×1… [model-specs/evidence/smolvlm.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -162,7 +162,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "smolvlm on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/smolvlm/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/smolvlm.yaml]; smolvlm on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/smolvlm/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/smolvlm.yaml]",
+            reason: "smolvlm on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/smolvlm/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/smolvlm.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -200,7 +200,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "smolvlm on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/smolvlm/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/smolvlm.yaml]; smolvlm on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/smolvlm/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/smolvlm.yaml]",
+                    reason: "smolvlm on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/smolvlm/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/smolvlm.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -209,7 +209,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "smolvlm on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/smolvlm/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/smolvlm.yaml]; smolvlm on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/smolvlm/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/smolvlm.yaml]",
+                    reason: "smolvlm on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/smolvlm/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/smolvlm.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -237,7 +237,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "smolvlm on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/smolvlm.yaml]; smolvlm on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/smolvlm.yaml]",
+            reason: "smolvlm on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/smolvlm.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -275,7 +275,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "smolvlm on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/smolvlm.yaml]; smolvlm on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/smolvlm.yaml]",
+                    reason: "smolvlm on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/smolvlm.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -284,7 +284,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "smolvlm on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/smolvlm.yaml]; smolvlm on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/smolvlm.yaml]",
+                    reason: "smolvlm on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×21 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Conv ×1 on CPUExecutionProvider, FusedMatMul ×2… [model-specs/evidence/smolvlm.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -299,7 +299,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
         Planned::KnownIssue {
-            reason: "smolvlm on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/smolvlm.yaml]",
+            reason: "smolvlm on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -321,7 +321,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "smolvlm on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/smolvlm.yaml]",
+                    reason: "smolvlm on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -330,7 +330,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "smolvlm on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/smolvlm.yaml]",
+                    reason: "smolvlm on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -339,7 +339,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "smolvlm on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/smolvlm.yaml]",
+                    reason: "smolvlm on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -354,7 +354,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
         Planned::KnownIssue {
-            reason: "smolvlm on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/smolvlm.yaml]",
+            reason: "smolvlm on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -376,7 +376,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "smolvlm on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/smolvlm.yaml]",
+                    reason: "smolvlm on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -385,7 +385,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "smolvlm on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/smolvlm.yaml]",
+                    reason: "smolvlm on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -394,7 +394,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "smolvlm on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/smolvlm.yaml]",
+                    reason: "smolvlm on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -409,7 +409,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "smolvlm on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/smolvlm.yaml]",
+            reason: "smolvlm on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -431,7 +431,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "smolvlm on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/smolvlm.yaml]",
+                    reason: "smolvlm on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -440,7 +440,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "smolvlm on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/smolvlm.yaml]",
+                    reason: "smolvlm on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -449,7 +449,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "smolvlm on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/smolvlm.yaml]",
+                    reason: "smolvlm on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -14,14 +14,14 @@ mod onnx {
     );
     runtime::precision_test!(
         q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: t5gemma2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 4 [model-specs/evidence/t5gemma2.yaml]"
+        "known issue: t5gemma2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/t5gemma2.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::CPU_ONNX, ignore =
         "not tested here: t5gemma2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: Expected size for first two dimensions of batch2 tensor to be: [8, 6] but got: [8, 1] [model-specs/evidence/t5gemma2.yaml]"
     );
 }
-/// t5gemma2 on cpu with libtorch, device cpu: known-issue (t5gemma2 on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/t5gemma2.yaml]; t5gemma2 on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/t5gemma2.yaml]).
+/// t5gemma2 on cpu with libtorch, device cpu: known-issue (t5gemma2 on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/t5gemma2.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated vision_language::t5gemma2::cpu::torch::`.
 mod torch {

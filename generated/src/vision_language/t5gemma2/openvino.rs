@@ -25,7 +25,7 @@ mod ov {
     );
     runtime::precision_test!(
         nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: t5gemma2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row (of 4 [model-specs/evidence/t5gemma2.yaml]"
+        "known issue: t5gemma2 on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/t5gemma2.yaml]"
     );
     runtime::generation_test!(
         super::super::cells::OPENVINO_OV, ignore =

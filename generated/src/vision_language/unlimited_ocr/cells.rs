@@ -44,7 +44,7 @@ pub static CPU_TORCH: Cell = Cell::new(
         &crate::platforms::CPU,
         &crate::platforms::CPU_TORCH,
         Planned::KnownIssue {
-            reason: "unlimited_ocr on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/unlimited_ocr.yaml]; unlimited_ocr on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/unlimited_ocr.yaml]",
+            reason: "unlimited_ocr on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/unlimited_ocr.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Export),
         },
@@ -211,7 +211,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "unlimited_ocr on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/unlimited_ocr/model.onnx: Failed to finalize QNN graph [model-specs/evidence/unlimited_ocr.yaml]; unlimited_ocr on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/unlimited_ocr/model.onnx: Failed to finalize QNN graph [model-specs/evidence/unlimited_ocr.yaml]",
+            reason: "unlimited_ocr on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/unlimited_ocr/model.onnx: Failed to finalize QNN graph [model-specs/evidence/unlimited_ocr.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -249,7 +249,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "unlimited_ocr on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/unlimited_ocr/model.onnx: Failed to finalize QNN graph [model-specs/evidence/unlimited_ocr.yaml]; unlimited_ocr on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/unlimited_ocr/model.onnx: Failed to finalize QNN graph [model-specs/evidence/unlimited_ocr.yaml]",
+                    reason: "unlimited_ocr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/unlimited_ocr/model.onnx: Failed to finalize QNN graph [model-specs/evidence/unlimited_ocr.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -258,7 +258,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "unlimited_ocr on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/unlimited_ocr/model.onnx: Failed to finalize QNN graph [model-specs/evidence/unlimited_ocr.yaml]; unlimited_ocr on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/unlimited_ocr/model.onnx: Failed to finalize QNN graph [model-specs/evidence/unlimited_ocr.yaml]",
+                    reason: "unlimited_ocr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/unlimited_ocr/model.onnx: Failed to finalize QNN graph [model-specs/evidence/unlimited_ocr.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -285,7 +285,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "unlimited_ocr on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran… [model-specs/evidence/unlimited_ocr.yaml]; unlimited_ocr on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran… [model-specs/evidence/unlimited_ocr.yaml]",
+            reason: "unlimited_ocr on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran… [model-specs/evidence/unlimited_ocr.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -323,7 +323,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "unlimited_ocr on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran… [model-specs/evidence/unlimited_ocr.yaml]; unlimited_ocr on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran… [model-specs/evidence/unlimited_ocr.yaml]",
+                    reason: "unlimited_ocr on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran… [model-specs/evidence/unlimited_ocr.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -332,7 +332,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "unlimited_ocr on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran… [model-specs/evidence/unlimited_ocr.yaml]; unlimited_ocr on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran… [model-specs/evidence/unlimited_ocr.yaml]",
+                    reason: "unlimited_ocr on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: ScatterND ×1 on CPUExecutionProvider, Slice ×1 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran… [model-specs/evidence/unlimited_ocr.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

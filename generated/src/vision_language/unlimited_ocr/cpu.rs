@@ -21,7 +21,7 @@ mod onnx {
         "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size [model-specs/evidence/unlimited_ocr.yaml]"
     );
 }
-/// unlimited_ocr on cpu with libtorch, device cpu: known-issue (unlimited_ocr on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/unlimited_ocr.yaml]; unlimited_ocr on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/unlimited_ocr.yaml]).
+/// unlimited_ocr on cpu with libtorch, device cpu: known-issue (unlimited_ocr on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/unlimited_ocr.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated vision_language::unlimited_ocr::cpu::torch::`.
 mod torch {

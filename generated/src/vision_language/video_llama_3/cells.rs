@@ -89,7 +89,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "video_llama_3 on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 10 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/video_llama_3.yaml]",
+            reason: "video_llama_3 on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 10 of 384 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -103,7 +103,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "video_llama_3 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 125 of 544 elements outside abs … + rel … (max abs error … [model-specs/evidence/video_llama_3.yaml]",
+                    reason: "video_llama_3 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 125 of 544 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -115,7 +115,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Int8,
                 Planned::KnownIssue {
-                    reason: "video_llama_3 on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 10 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/video_llama_3.yaml]",
+                    reason: "video_llama_3 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 125 of 544 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -130,7 +130,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_OV,
         Planned::KnownIssue {
-            reason: "video_llama_3 on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 10 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/video_llama_3.yaml]",
+            reason: "video_llama_3 on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 10 of 384 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml]",
             basis: Basis::Evidence,
             stage: Some(Stage::Mismatch),
         },
@@ -144,7 +144,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
-                    reason: "video_llama_3 on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 125 of 544 elements outside abs … + rel … (max abs error … [model-specs/evidence/video_llama_3.yaml]",
+                    reason: "video_llama_3 on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 125 of 544 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -156,7 +156,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt8,
                 Planned::KnownIssue {
-                    reason: "video_llama_3 on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 10 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/video_llama_3.yaml]",
+                    reason: "video_llama_3 on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 125 of 544 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -165,7 +165,7 @@ pub static OPENVINO_OV: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::NncfInt4,
                 Planned::KnownIssue {
-                    reason: "video_llama_3 on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 10 of 384 elements outside abs … + rel … (max abs error … [model-specs/evidence/video_llama_3.yaml]",
+                    reason: "video_llama_3 on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 125 of 544 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },
@@ -180,7 +180,7 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
         Planned::KnownIssue {
-            reason: "video_llama_3 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, Gelu ×1 on… [model-specs/evidence/video_llama_3.yaml]; video_llama_3 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, Gelu ×1 on… [model-specs/evidence/video_llama_3.yaml]",
+            reason: "video_llama_3 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, Gelu ×1 on… [model-specs/evidence/video_llama_3.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -218,7 +218,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "video_llama_3 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, Gelu ×1 on… [model-specs/evidence/video_llama_3.yaml]; video_llama_3 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, Gelu ×1 on… [model-specs/evidence/video_llama_3.yaml]",
+                    reason: "video_llama_3 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, Gelu ×1 on… [model-specs/evidence/video_llama_3.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -227,7 +227,7 @@ pub static QNN_ONNX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "video_llama_3 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, Gelu ×1 on… [model-specs/evidence/video_llama_3.yaml]; video_llama_3 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, Gelu ×1 on… [model-specs/evidence/video_llama_3.yaml]",
+                    reason: "video_llama_3 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gather ×1 on CPUExecutionProvider, Gelu ×1 on… [model-specs/evidence/video_llama_3.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -255,7 +255,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
         &crate::platforms::WEBNN,
         &crate::platforms::WEBNN_BROWSER,
         Planned::KnownIssue {
-            reason: "video_llama_3 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on… [model-specs/evidence/video_llama_3.yaml]; video_llama_3 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on… [model-specs/evidence/video_llama_3.yaml]",
+            reason: "video_llama_3 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on… [model-specs/evidence/video_llama_3.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -293,7 +293,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "video_llama_3 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on… [model-specs/evidence/video_llama_3.yaml]; video_llama_3 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on… [model-specs/evidence/video_llama_3.yaml]",
+                    reason: "video_llama_3 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on… [model-specs/evidence/video_llama_3.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -302,7 +302,7 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Qdq8,
                 Planned::KnownIssue {
-                    reason: "video_llama_3 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on… [model-specs/evidence/video_llama_3.yaml]; video_llama_3 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on… [model-specs/evidence/video_llama_3.yaml]",
+                    reason: "video_llama_3 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×2 on CPUExecutionProvider, Gelu ×1 on CPUExecutionProvider, Gemm ×2 on… [model-specs/evidence/video_llama_3.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

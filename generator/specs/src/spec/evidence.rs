@@ -67,8 +67,10 @@ pub struct Entry {
     pub stage: Option<Stage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<ErrorKind>,
-    /// The whole error, never shortened here (displays may); paths relative
-    /// to the fixture root (`<fixtures>/bert/model.onnx`).
+    /// The error's cause, never shortened here (displays may), without what
+    /// changes run to run ([`stored_error`]: no page log, ANSI escape or
+    /// machine path); paths relative to the fixture root
+    /// (`<fixtures>/bert/model.onnx`). The run's records keep the whole error.
     pub error: String,
     pub provenance: Provenance,
 }
