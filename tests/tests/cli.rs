@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use hwmatrix_tests::{
-    Scratch, Workspace, copy_workspace, empty_crate, replace_line, run_gen, tree,
+    Scratch, Workspace, copy_tree, copy_workspace, empty_crate, replace_line, run_gen, tree,
+    workspace,
 };
 
 /// Runs gen on the broken copy and checks the error contract; returns stderr.
@@ -571,5 +572,50 @@ fn records_without_a_cpu_class_are_classed_by_the_flags_of_their_machine() {
         run.stderr.contains("cpu.txt: no `flags :`"),
         "{}",
         run.stderr
+    );
+}
+
+/// `gen coverage --fail-on-stale` passes on a store whose entries were measured with
+/// today's engine, and exits 1 naming the entry once its engine version cannot be read
+/// (stale, never fresh: nothing would tell an engine change from it).
+#[test]
+fn coverage_fails_on_a_stale_entry() {
+    let scratch = Scratch::new("coverage-stale");
+    let specs = scratch.path().join("specs");
+    copy_tree(&workspace().join("tests/specs"), &specs);
+    let db = scratch.path().join("empty.sqlite");
+    std::fs::write(&db, b"").unwrap();
+    let coverage = |scope: &str| {
+        run_gen(&[
+            "coverage",
+            "--specs",
+            specs.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+            "--fail-on-stale",
+            scope,
+        ])
+    };
+    let fresh = coverage("high");
+    assert_eq!(fresh.code, 0, "{}{}", fresh.stdout, fresh.stderr);
+    let evidence = specs.join("evidence/textish.yaml");
+    let text = std::fs::read_to_string(&evidence).unwrap();
+    let unversioned: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("library:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(text, unversioned, "the entry names its engine");
+    std::fs::write(&evidence, unversioned).unwrap();
+    let stale = coverage("high");
+    assert_eq!(stale.code, 1, "{}{}", stale.stdout, stale.stderr);
+    assert!(
+        stale.stdout.contains(
+            "error: the evidence store holds 1 stale entries of the high-priority models"
+        ) && stale
+            .stdout
+            .contains("- textish webnn/browser/dynamic_shapes: it records no engine"),
+        "{}",
+        stale.stdout
     );
 }

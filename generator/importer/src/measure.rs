@@ -223,9 +223,13 @@ pub fn slice_of(model_type: &str, platform: Platform, engine: EngineKind, n: u32
     (hash % u64::from(n)) as u32
 }
 
-/// What a verifying run found: an entry whose status (passed, failed, does
-/// not apply) its records disagree with. Who failed is not compared: an entry
-/// moved from the specs had it inferred from its message, a run names it.
+/// What a verifying run found: an entry its records disagree with, by
+/// outcome (passed, failed, does not apply), by who failed, or by the error's
+/// kind. A check that could not run here ([`could_not_run`]: an absent
+/// platform, a missing library, a process gone before its record) never
+/// agrees with a stored failure of the model or the engine, which it did not
+/// measure. Who failed and the kind are not compared with an entry moved from
+/// the specs (`provenance.legacy`): they were inferred from its message.
 fn disagreement(
     model_type: &str,
     key: &EntryKey,
@@ -233,11 +237,15 @@ fn disagreement(
     measured: Option<&Entry>,
 ) -> Option<String> {
     let status = |e: Option<&Entry>| match e {
-        None => "passed",
-        Some(e) if e.outcome == EntryOutcome::DoesNotApply => "does not apply",
-        Some(_) => "failed",
+        None => "passed".to_string(),
+        Some(e) if e.outcome == EntryOutcome::DoesNotApply => "does not apply".to_string(),
+        Some(e) => format!(
+            "failed: {} ({})",
+            e.attribution.map_or("nobody named", |a| a.phrase()),
+            e.error_kind.map_or("no error kind", ErrorKind::name)
+        ),
     };
-    let (before, now) = (status(stored), status(measured));
+    let outcome = |e: Option<&Entry>| e.map(|e| e.outcome);
     let place = format!(
         "{model_type} {}{}{}",
         key.platform.map(|p| format!("{p}/")).unwrap_or_default(),
@@ -246,17 +254,50 @@ fn disagreement(
             .unwrap_or_default(),
         key.check
     );
-    (before != now).then(|| {
+    let differs = match (stored, measured) {
+        (Some(s), Some(m)) if s.outcome == m.outcome => {
+            let unmeasured = m.error_kind.is_some_and(could_not_run) && s.is_known_issue();
+            let legacy = s.provenance.legacy.is_some();
+            unmeasured
+                || (!legacy && (s.attribution != m.attribution || s.error_kind != m.error_kind))
+        }
+        _ => outcome(stored) != outcome(measured),
+    };
+    differs.then(|| {
         let error = measured
             .map(|e| format!(": {}", hwmatrix_specs::text::shorten(&e.error, 300)))
             .unwrap_or_default();
+        let unmeasured = if measured.is_some_and(|m| m.error_kind.is_some_and(could_not_run)) {
+            " (it could not run the check here, so it measured nothing of the model)"
+        } else {
+            ""
+        };
         format!(
-            "{place}: the store says {before}{}, this run measured {now}{error}",
+            "{place}: the store says {}{}, this run measured {}{unmeasured}{error}",
+            status(stored),
             stored
                 .map(|e| format!(" (since {})", e.provenance.date))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            status(measured)
         )
     })
+}
+
+/// Whether a failure of this kind means the check could not run here: it
+/// measured this machine or our harness, nothing of the model or the engine.
+fn could_not_run(kind: ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::PlatformAbsent
+            | ErrorKind::EngineNotBuilt
+            | ErrorKind::LibraryMissing
+            | ErrorKind::ProviderRegistration
+            | ErrorKind::FixtureMissing
+            | ErrorKind::FixtureStale
+            | ErrorKind::FixtureInvalid
+            | ErrorKind::RecordWrite
+            | ErrorKind::NoRecord
+    )
 }
 
 /// The cells a measurement runs: (model, engine) pairs, and the models whose
@@ -959,7 +1000,8 @@ fn verify(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<i32, String> {
-    let (mut compared, mut entries, mut uncomparable, mut at_limit) = (0, 0, 0, 0);
+    let (mut compared, mut entries) = (0, 0);
+    let (mut uncomparable, mut at_limit) = (Vec::new(), Vec::new());
     let mut disagreements = Vec::new();
     for (model_type, checks) in measured {
         let model = specs.model(model_type).expect("a planned model");
@@ -1000,14 +1042,15 @@ fn verify(
                     && e.engine.is_none_or(|k| Some(k) == key.engine)
                     && e.provenance.legacy.is_some()
             });
+            let name = || format!("{model_type} {}", key.check);
             if stored.is_none() && legacy_cell {
-                uncomparable += 1;
+                uncomparable.push(name());
                 continue;
             }
             // Our time limit, in the store or in this run, measured nothing of the model: a
             // faster or busier machine decides it, so it is no disagreement.
             if either_at_our_limit(stored, now.as_ref()) {
-                at_limit += 1;
+                at_limit.push(name());
                 continue;
             }
             compared += 1;
@@ -1017,11 +1060,31 @@ fn verify(
     }
     let _ = writeln!(
         out,
-        "gen import --platform {platform} --verify (run {run_id}): {compared} checks re-measured and compared, {entries} of them with a stored entry; {} disagree with the store ({uncomparable} more re-measured without an entry in a cell whose entry predates per-check evidence, and {at_limit} stopped by our time limit in the store or this run: not compared)",
-        disagreements.len()
+        "gen import --platform {platform} --verify (run {run_id}): {compared} checks re-measured and compared (outcome, who failed, error kind), {entries} of them with a stored entry; {} disagree with the store ({} more re-measured without an entry in a cell whose entry predates per-check evidence, and {} stopped by our time limit in the store or this run: not compared)",
+        disagreements.len(),
+        uncomparable.len(),
+        at_limit.len()
     );
+    for (why, skipped) in [
+        (
+            "its cell's entry predates per-check evidence",
+            &uncomparable,
+        ),
+        ("our time limit, in the store or this run", &at_limit),
+    ] {
+        if !skipped.is_empty() {
+            let _ = writeln!(out, "  not compared ({why}): {}", skipped.join(", "));
+        }
+    }
     for line in &disagreements {
         let _ = writeln!(err, "error: {line}");
+    }
+    if compared == 0 {
+        let _ = writeln!(
+            err,
+            "error: gen import --platform {platform} --verify compared nothing: no re-measured check had a comparable entry, so nothing was verified\n  help: check the slice (--slice K/N) and that the run's records are this platform's"
+        );
+        return Ok(1);
     }
     if !disagreements.is_empty() {
         let _ = writeln!(
@@ -1395,6 +1458,58 @@ mod tests {
             None
         );
         assert_eq!(disagreement("bert", &key, None, None), None);
+    }
+
+    #[test]
+    fn a_verification_compares_who_failed_and_the_kind() {
+        let key = EntryKey {
+            platform: Some(Platform::Qnn),
+            engine: Some(EngineKind::Onnxruntime),
+            check: "runs".into(),
+            cpu_class: None,
+        };
+        let engine = record(
+            Platform::Qnn,
+            Outcome::Failed,
+            Some(ErrorKind::RunFailed),
+            "QNN HTP emulator",
+        )
+        .entry()
+        .expect("a failure is an entry");
+        // The store tampered with: the engine's failure relabelled the environment's.
+        let relabelled = Entry {
+            attribution: Some(Attribution::Environment),
+            ..engine.clone()
+        };
+        let why = disagreement("bert", &key, Some(&relabelled), Some(&engine))
+            .expect("who failed differs");
+        assert!(
+            why.contains("the store says failed: the environment here")
+                && why
+                    .contains("this run measured failed: the engine or its provider (run-failed)"),
+            "{why}"
+        );
+        let another_kind = Entry {
+            error_kind: Some(ErrorKind::ModelLoad),
+            ..engine.clone()
+        };
+        assert!(disagreement("bert", &key, Some(&another_kind), Some(&engine)).is_some());
+        // A check that could not run measured nothing: it never agrees with the engine's failure.
+        let absent = Entry {
+            error_kind: Some(ErrorKind::PlatformAbsent),
+            attribution: Some(Attribution::Engine),
+            ..engine.clone()
+        };
+        let why = disagreement("bert", &key, Some(&absent), Some(&absent))
+            .expect("an absent platform confirms no known issue");
+        assert!(why.contains("could not run the check here"), "{why}");
+        // An entry moved from the specs had who failed inferred: only its outcome is compared.
+        let mut legacy = relabelled.clone();
+        legacy.provenance.legacy = Some("moved".into());
+        assert_eq!(
+            disagreement("bert", &key, Some(&legacy), Some(&engine)),
+            None
+        );
     }
 
     #[test]

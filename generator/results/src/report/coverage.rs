@@ -309,6 +309,43 @@ fn write_stale(out: &mut String, stale: &[String]) {
     }
 }
 
+/// The store's stale entries (`bert openvino/onnxruntime/runs: why`) of the
+/// plan's models, or of its high-priority ones only: what `gen coverage
+/// --fail-on-stale` fails on.
+pub fn stale_entries(plan: &Plan, high_priority_only: bool) -> Vec<String> {
+    let mut stale = Vec::new();
+    for model in &plan.models {
+        let spec = &model.model.spec;
+        if high_priority_only && spec.priority != hwmatrix_specs::spec::Priority::High {
+            continue;
+        }
+        let key = model.model.fixture_key();
+        let generation_key = model.model.generation_fixture_key();
+        for entry in &spec.evidence {
+            let today = if entry.check == hwmatrix_cell::GENERATES
+                || entry.check == hwmatrix_specs::spec::evidence::GENERATION_EXPORT
+            {
+                &generation_key
+            } else {
+                &key
+            };
+            if let Some(why) = entry.stale(today) {
+                stale.push(format!(
+                    "{} {}{}{}: {why}",
+                    spec.model_type,
+                    entry.platform.map(|p| format!("{p}/")).unwrap_or_default(),
+                    entry
+                        .engine
+                        .map(|e| format!("{}/", e.name()))
+                        .unwrap_or_default(),
+                    entry.check
+                ));
+            }
+        }
+    }
+    stale
+}
+
 /// The evidence store's entries per platform (`-` for the fixture pipeline):
 /// by who failed, and how many are stale (made with another fixture key, or
 /// moved from the specs before entries carried provenance).

@@ -157,15 +157,30 @@ impl Entry {
                 short(fixture_key)
             ));
         }
-        let library = self.provenance.library.as_deref()?;
+        // A version that cannot be read is stale, never fresh: nothing would
+        // tell an engine change from it.
+        let Some(library) = self.provenance.library.as_deref() else {
+            return Some("it records no engine or exporter version to compare with today's".into());
+        };
         if self.platform.is_none() {
             let today = exporter_libraries();
             return (library != today)
                 .then(|| format!("exported with {library}, today's exporter pins {today}"));
         }
-        let (package, then) = library_version(library)?;
-        let now = pinned_version(package)?;
-        (then != now).then(|| format!("measured with {package} {then}, this checkout pins {now}"))
+        let Some((package, then)) = library_version(library) else {
+            return Some(format!(
+                "its engine version cannot be read from `{}`",
+                crate::text::shorten(library, 80)
+            ));
+        };
+        let Some(now) = pinned_version(package) else {
+            return Some(format!(
+                "this checkout pins no {package} to compare {then} with"
+            ));
+        };
+        // A version recorded shorter than the pin (`wgpu 30`) is its prefix.
+        let same = then == now || now.starts_with(&format!("{then}."));
+        (!same).then(|| format!("measured with {package} {then}, this checkout pins {now}"))
     }
 
     /// The entry as a planned status's reason, in one stable line that
@@ -678,6 +693,10 @@ fn library_version(library: &str) -> Option<(&'static str, String)> {
     };
     let found = if let Some(rest) = library.strip_prefix("onnxruntime-web ") {
         ("onnxruntime-web", version(rest))
+    } else if let Some(rest) = library.strip_prefix("OpenVINO ") {
+        ("openvino", version(rest))
+    } else if let Some(rest) = library.strip_prefix("wgpu ") {
+        ("wgpu", version(rest))
     } else if let Some(rest) = library.strip_prefix("libtorch ") {
         ("torch", version(rest))
     } else if let Some((_, rest)) = library.split_once("libonnxruntime.so.") {
@@ -700,11 +719,14 @@ fn library_version(library: &str) -> Option<(&'static str, String)> {
 /// requirements (onnxruntime, torch, onnxruntime-openvino) or the browser
 /// harness's npm packages (onnxruntime-web).
 fn pinned_version(package: &str) -> Option<String> {
-    const REQUIREMENTS: [&str; 2] = [
+    const REQUIREMENTS: [&str; 3] = [
         include_str!("../../../importer/exporter/requirements.txt"),
         include_str!("../../../importer/exporter/requirements-openvino.txt"),
+        include_str!("../../../importer/exporter/requirements-openvino-runtime.txt"),
     ];
     const PACKAGE_JSON: &str = include_str!("../../../../runtime/web/package.json");
+    // The Rust engines (wgpu) are pinned by the workspace's lock file.
+    const CARGO_LOCK: &str = include_str!("../../../../Cargo.lock");
     let pin = format!("{package}==");
     let from_requirements = REQUIREMENTS
         .iter()
@@ -714,16 +736,22 @@ fn pinned_version(package: &str) -> Option<String> {
                 .strip_prefix(pin.as_str())
                 .map(|v| v.trim().to_string())
         });
-    from_requirements.or_else(|| {
-        let key = format!("\"{package}\":");
-        let rest = PACKAGE_JSON.split_once(key.as_str())?.1;
-        Some(
-            rest.split('"')
-                .nth(1)?
-                .trim_start_matches(['^', '~'])
-                .to_string(),
-        )
-    })
+    from_requirements
+        .or_else(|| {
+            let key = format!("\"{package}\":");
+            let rest = PACKAGE_JSON.split_once(key.as_str())?.1;
+            Some(
+                rest.split('"')
+                    .nth(1)?
+                    .trim_start_matches(['^', '~'])
+                    .to_string(),
+            )
+        })
+        .or_else(|| {
+            let locked = format!("name = \"{package}\"\nversion = \"");
+            let rest = CARGO_LOCK.split_once(locked.as_str())?.1;
+            rest.split('"').next().map(str::to_string)
+        })
 }
 
 /// The exporter's pinned libraries (generator/importer/exporter/requirements.txt), as
@@ -875,6 +903,14 @@ mod tests {
                 date: "2026-11-27T03:00:00Z".into(),
                 host: Some("h".into()),
                 fixture_key: Some(key.into()),
+                // Today's engine (a version that cannot be read is stale), or the exporter's.
+                library: Some(match platform {
+                    Some(_) => format!(
+                        "onnxruntime (libonnxruntime.so.{})",
+                        pinned_version("onnxruntime").expect("requirements.txt pins it")
+                    ),
+                    None => exporter_libraries(),
+                }),
                 ..Provenance::default()
             },
         }
@@ -1033,7 +1069,25 @@ mod tests {
         assert_eq!(
             with("wgpu 30").stale("k"),
             None,
-            "a library this checkout does not pin says nothing"
+            "Cargo.lock pins wgpu 30.x"
+        );
+        assert!(with("wgpu 29").stale("k").is_some());
+        let openvino =
+            pinned_version("openvino").expect("requirements-openvino-runtime.txt pins it");
+        assert_eq!(with(&format!("OpenVINO {openvino} (x)")).stale("k"), None);
+        assert!(with("OpenVINO 2025.0.0 (x)").stale("k").is_some());
+        // A version that cannot be read is stale, never fresh.
+        assert!(
+            with("onnxruntime-web ? (ort.webgpu.min.mjs, webgpu) in Chromium")
+                .stale("k")
+                .is_some_and(|why| why.contains("cannot be read"))
+        );
+        let mut unversioned = with("x");
+        unversioned.provenance.library = None;
+        assert!(
+            unversioned
+                .stale("k")
+                .is_some_and(|why| why.contains("no engine"))
         );
         // The pipeline's entries are compared with the exporter's pins.
         let mut export = failure(None, EXPORT, "failed", "k");
