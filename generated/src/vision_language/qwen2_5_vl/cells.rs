@@ -233,9 +233,30 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::NotTested {
+                    reason: "not tested here: qwen2_5_vl on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): component embed: onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/qwen2_5_vl.yaml]",
+                    stage: Stage::Load,
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::Unsupported {
+                    reason: "qwen2_5_vl on webgpu with browser: q4_matches_reference does not apply (does-not-apply): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D… [model-specs/evidence/qwen2_5_vl.yaml]",
+                    basis: Basis::Evidence,
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::Unsupported {
+                    reason: "qwen2_5_vl on webgpu with browser: q4f16_matches_reference does not apply (does-not-apply): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed) [model-specs/evidence/qwen2_5_vl.yaml]",
+                    basis: Basis::Evidence,
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);
@@ -268,51 +289,29 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);
-/// qwen2_5_vl on webgpu: not-tested (onnxruntime-web in headless Firefox, webgpu).
+/// qwen2_5_vl on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        Planned::NotTested {
-            reason: "not tested here: qwen2_5_vl on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/qwen2_5_vl.yaml]",
-            stage: Stage::Run,
-        },
-    )
-    .with_check_plans(
-        &[
-            CheckPlan {
-                check: "matches_reference",
-                planned: Planned::Run,
-            },
-            CheckPlan {
-                check: "dynamic_shapes",
-                planned: Planned::Run,
-            },
-        ],
+        Planned::Run,
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::new(
-                Precision::Fp16,
-                Planned::NotTested {
-                    reason: "not tested here: qwen2_5_vl on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/qwen2_5_vl.yaml]",
-                    stage: Stage::Run,
-                },
-                AgreementBound::new(0.99, 0.05, 0.95),
-            ),
+            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
             PrecisionCheck::new(
                 Precision::Q4,
-                Planned::NotTested {
-                    reason: "not tested here: qwen2_5_vl on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/qwen2_5_vl.yaml]",
-                    stage: Stage::Run,
+                Planned::Unsupported {
+                    reason: "qwen2_5_vl on webgpu with firefox: q4_matches_reference does not apply (does-not-apply): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D… [model-specs/evidence/qwen2_5_vl.yaml]",
+                    basis: Basis::Evidence,
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::NotTested {
-                    reason: "not tested here: qwen2_5_vl on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/qwen2_5_vl.yaml]",
-                    stage: Stage::Run,
+                Planned::Unsupported {
+                    reason: "qwen2_5_vl on webgpu with firefox: q4f16_matches_reference does not apply (does-not-apply): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed) [model-specs/evidence/qwen2_5_vl.yaml]",
+                    basis: Basis::Evidence,
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
