@@ -309,6 +309,32 @@ fn write_stale(out: &mut String, stale: &[String]) {
     }
 }
 
+/// A model's fixture keys today: its fixture's, and its generation fixture's.
+struct TodaysKeys {
+    fixture: String,
+    generation: String,
+}
+
+impl TodaysKeys {
+    fn of(model: &hwmatrix_specs::spec::LoadedModel) -> Self {
+        TodaysKeys {
+            fixture: model.fixture_key(),
+            generation: model.generation_fixture_key(),
+        }
+    }
+
+    /// The key an entry's check ran with today: a generation check's fixture is its own.
+    fn of_entry(&self, entry: &hwmatrix_specs::spec::evidence::Entry) -> &str {
+        if entry.check == hwmatrix_cell::GENERATES
+            || entry.check == hwmatrix_specs::spec::evidence::GENERATION_EXPORT
+        {
+            &self.generation
+        } else {
+            &self.fixture
+        }
+    }
+}
+
 /// The store's stale entries (`bert openvino/onnxruntime/runs: why`) of the
 /// plan's models, or of its high-priority ones only: what `gen coverage
 /// --fail-on-stale` fails on.
@@ -319,17 +345,9 @@ pub fn stale_entries(plan: &Plan, high_priority_only: bool) -> Vec<String> {
         if high_priority_only && spec.priority != hwmatrix_specs::spec::Priority::High {
             continue;
         }
-        let key = model.model.fixture_key();
-        let generation_key = model.model.generation_fixture_key();
+        let keys = TodaysKeys::of(model.model);
         for entry in &spec.evidence {
-            let today = if entry.check == hwmatrix_cell::GENERATES
-                || entry.check == hwmatrix_specs::spec::evidence::GENERATION_EXPORT
-            {
-                &generation_key
-            } else {
-                &key
-            };
-            if let Some(why) = entry.stale(today) {
+            if let Some(why) = entry.stale(keys.of_entry(entry)) {
                 stale.push(format!(
                     "{} {}{}{}: {why}",
                     spec.model_type,
@@ -355,8 +373,7 @@ fn evidence_store(plan: &Plan) -> String {
     // platform → [model, engine, environment, harness, does not apply, stale, legacy]
     let mut rows: BTreeMap<&str, [usize; 7]> = BTreeMap::new();
     for model in &plan.models {
-        let key = model.model.fixture_key();
-        let generation_key = model.model.generation_fixture_key();
+        let keys = TodaysKeys::of(model.model);
         for entry in &model.model.spec.evidence {
             let row = rows
                 .entry(entry.platform.map_or("-", |p| p.name()))
@@ -370,14 +387,7 @@ fn evidence_store(plan: &Plan) -> String {
                         .expect("one of ALL")] += 1
                 }
             }
-            let today = if entry.check == hwmatrix_cell::GENERATES
-                || entry.check == hwmatrix_specs::spec::evidence::GENERATION_EXPORT
-            {
-                &generation_key
-            } else {
-                &key
-            };
-            row[5] += usize::from(entry.stale(today).is_some());
+            row[5] += usize::from(entry.stale(keys.of_entry(entry)).is_some());
             row[6] += usize::from(entry.provenance.legacy.is_some());
         }
     }
