@@ -257,9 +257,11 @@ fn disagreement(
     let differs = match (stored, measured) {
         (Some(s), Some(m)) if s.outcome == m.outcome => {
             let unmeasured = m.error_kind.is_some_and(could_not_run) && s.is_known_issue();
-            let legacy = s.provenance.legacy.is_some();
+            // An entry moved from the specs, or one whose check could not run (its process
+            // gone before a record), named who failed without measuring it: outcome only.
+            let unnamed = s.provenance.legacy.is_some() || s.error_kind.is_some_and(could_not_run);
             unmeasured
-                || (!legacy && (s.attribution != m.attribution || s.error_kind != m.error_kind))
+                || (!unnamed && (s.attribution != m.attribution || s.error_kind != m.error_kind))
         }
         _ => outcome(stored) != outcome(measured),
     };
@@ -1508,6 +1510,16 @@ mod tests {
         legacy.provenance.legacy = Some("moved".into());
         assert_eq!(
             disagreement("bert", &key, Some(&legacy), Some(&engine)),
+            None
+        );
+        // Nor with a stored check that left no record: it named no one it measured.
+        let no_record = Entry {
+            error_kind: Some(ErrorKind::NoRecord),
+            attribution: Some(Attribution::Harness),
+            ..engine.clone()
+        };
+        assert_eq!(
+            disagreement("bert", &key, Some(&no_record), Some(&engine)),
             None
         );
     }
