@@ -388,11 +388,16 @@ impl<'a> Cell<'a> {
         // cell from running: the run is the evidence, and the report sets the
         // expectation beside it. Only a person's override with its reason, or a
         // stored outcome, does.
-        if let Some(error) = &self.spec.export.known_issue {
+        if self.decided_by_store() {
+            self.stored_plan(&FIXED_SHAPE_CHECKS)
+        } else if let Some(error) = &self.spec.export.known_issue {
             self.planned_with_export_issue(error)
-        } else if let Some(o) = self.over.filter(|o| o.status.is_some()) {
+        } else {
+            let o = self
+                .over
+                .expect("a person's status, else the store decides");
             let reason = o.reason.clone().unwrap_or_default();
-            match o.status.expect("filtered") {
+            match o.status.expect("a person's status, else the store decides") {
                 OverrideStatus::Run => self.run(),
                 OverrideStatus::Unsupported => Planned::Unsupported {
                     reason,
@@ -404,8 +409,19 @@ impl<'a> Cell<'a> {
                     stage: None,
                 },
             }
+        }
+    }
+
+    /// Whether the float32 checks' stored outcomes decide them: no person's
+    /// status for the platform, and a fixture to run (no export issue, or
+    /// libtorch's own TorchScript trace where our harness got that far).
+    fn decided_by_store(&self) -> bool {
+        if self.spec.export.known_issue.is_some() {
+            self.kind == EngineKind::Libtorch
+                && self.spec.traced_without_onnx()
+                && harness_gap(self.spec, self.name).is_none()
         } else {
-            self.stored_plan(&FIXED_SHAPE_CHECKS)
+            self.over.is_none_or(|o| o.status.is_none())
         }
     }
 
@@ -420,14 +436,7 @@ impl<'a> Cell<'a> {
     /// the cell's status `planned`: one failing check never silences a
     /// sibling its own evidence lets run.
     fn check_plans(&self, planned: &Planned<String>) -> Vec<(&'static str, Planned<String>)> {
-        let from_evidence = if self.spec.export.known_issue.is_some() {
-            self.kind == EngineKind::Libtorch
-                && self.spec.traced_without_onnx()
-                && harness_gap(self.spec, self.name).is_none()
-        } else {
-            self.over.is_none_or(|o| o.status.is_none())
-        };
-        if !from_evidence {
+        if !self.decided_by_store() {
             return Vec::new();
         }
         CHECKS
@@ -481,10 +490,9 @@ impl<'a> Cell<'a> {
         let trace_failed = spec
             .pipeline_entry(evidence::TORCHSCRIPT_EXPORT)
             .filter(|_| spec.export.known_issue_measured);
-        if spec.traced_without_onnx() {
-            // Its own fixture: its checks' stored outcomes decide, as any cell's.
-            self.stored_plan(&FIXED_SHAPE_CHECKS)
-        } else if let Some(entry) = trace_failed {
+        // A trace of its own (`traced_without_onnx`) is decided by the store
+        // before this ([`Cell::decided_by_store`]).
+        if let Some(entry) = trace_failed {
             from_evidence(
                 &format!("{}'s TorchScript trace", spec.model_type),
                 &spec.model_type,
