@@ -11,7 +11,7 @@ use std::time::Instant;
 use crate::engine::{self, Mode, Threads};
 use crate::error::{CheckError, ErrorKind};
 use crate::fixture::{Fixture, Shape};
-use crate::record::{self, FixtureRecord, Outcome, Timing};
+use crate::record::{self, Outcome, Timing};
 use crate::tensor::{Data, Tensor};
 use crate::{Cell, Engine, ExecutionProvider, Precision};
 pub use hwmatrix_record::{Bench, GenerationBench, GenerationPython, Latency, Python, Throughput};
@@ -106,11 +106,7 @@ pub fn run(cell: &Cell, options: &Options) -> Result<Bench, CheckError> {
 
 fn measure(cell: &Cell, options: &Options, rec: &mut record::Record) -> Result<Bench, CheckError> {
     let fixture = Fixture::open(cell.model)?;
-    rec.fixture = Some(FixtureRecord {
-        dir: fixture.dir.display().to_string(),
-        source: fixture.meta.source.clone(),
-        cache_key: fixture.meta.cache_key.clone(),
-    });
+    rec.fixture = Some(fixture.record(&rec.check, cell.engine.kind()));
     let inputs = fixture.inputs(Shape::Export)?;
     let graph = match options.precision {
         Some(precision) => fixture.model_precision(precision)?,

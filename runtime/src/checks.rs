@@ -292,11 +292,7 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
         return generation_loop(cell, evidence);
     }
     let fixture = Fixture::open(cell.model)?;
-    evidence.fixture = Some(FixtureRecord {
-        dir: fixture.dir.display().to_string(),
-        source: fixture.meta.source.clone(),
-        cache_key: fixture.meta.cache_key.clone(),
-    });
+    evidence.fixture = Some(fixture.record(check.name(), cell.engine.kind()));
     let shape = match check {
         Check::Runs | Check::MatchesReference | Check::Precision(_) | Check::Generates => {
             Shape::Export
@@ -412,11 +408,7 @@ fn generation_loop(cell: &Cell, evidence: &mut Evidence) -> Result<(), CheckErro
     if webnn && fixture.starts_from_an_empty_cache() {
         record.first_step_cache = Some(masked_position_if_neutral(cell, &mut fixture));
     }
-    evidence.fixture = Some(FixtureRecord {
-        dir: fixture.dir.display().to_string(),
-        source: fixture.meta.source.clone(),
-        cache_key: fixture.meta.cache_key.clone(),
-    });
+    evidence.fixture = Some(fixture.record());
     let tolerance = match cell.float32_computed_in {
         // Hardware computing float32 in a lower precision: the fraction of the logits' spread at the first step.
         Some(c) => Tolerance {

@@ -1,16 +1,19 @@
 //! The fixture contract (model-specs/README.md): `<root>/<model_type>/` with meta.json,
 //! model.onnx, model.pt (TorchScript), and inputs/outputs for two shapes. Anything may produce one
-//! (our exporter, a real checkpoint); checks rely on nothing but this layout.
+//! (our exporter, a real checkpoint); checks rely on nothing but this layout, and
+//! `content.json` (hwmatrix_cell::content, which `gen fixtures` writes) for the spec it was
+//! built from and the digests of what each check reads.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::content::{CONTENT_RECORD, Content};
 use crate::error::{CheckError, ErrorKind};
-use crate::fixture_key::{NNCF_RECORD, fixture_key, nncf_key};
 use crate::npy;
 use crate::paths;
+use crate::paths::NNCF_RECORD;
 use crate::tensor::Tensor;
 use crate::{ModelDecl, Precision};
 
@@ -20,8 +23,9 @@ pub struct Meta {
     pub source: String,
     #[serde(default)]
     pub seed: Option<u64>,
-    /// The key `gen fixtures` built it under ([`crate::fixture_key`]); tools
-    /// that make fixtures from real checkpoints may leave it out.
+    /// The key `gen fixtures` built it under (hwmatrix_specs::fixture_key):
+    /// which build it is, for records; tools that make fixtures from real
+    /// checkpoints may leave it out.
     #[serde(default)]
     pub cache_key: Option<String>,
     #[serde(default)]
@@ -105,7 +109,7 @@ pub struct ExtraExport {
 /// `nncf.json`: the NNCF formats of one export of a fixture.
 #[derive(Debug, Deserialize)]
 struct NncfRecord {
-    /// The key of the script that made them ([`nncf_key`]).
+    /// The key of the script that made them (hwmatrix_specs::fixture_key::nncf_key).
     key: String,
     /// The `cache_key` of the export they were made from.
     fixture_key: Option<String>,
@@ -157,6 +161,8 @@ impl Shape {
 pub struct Fixture {
     pub dir: PathBuf,
     pub meta: Meta,
+    /// What it holds (`content.json`), where `gen fixtures` recorded it.
+    pub content: Option<Content>,
 }
 
 impl Fixture {
@@ -174,31 +180,49 @@ impl Fixture {
         Ok(fixture)
     }
 
-    /// A fixture our exporter built (source `tiny-random`) must carry the key
-    /// of the spec it is used for; one built from an older spec or exporter
-    /// fails with the command that rebuilds it, never silently.
+    /// A fixture our exporter built (source `tiny-random`) must have been
+    /// built from the spec it is used for, which its `content.json` says; one
+    /// built from an older spec, or one `gen fixtures` has not recorded,
+    /// fails with the command that fixes it, never silently. Which exporter
+    /// built it is not asked: the record says what the check read.
     pub fn check_fresh(&self, model: &ModelDecl) -> Result<(), CheckError> {
         if self.meta.source != "tiny-random" {
             return Ok(());
         }
-        let want = fixture_key(
-            model.spec_digest,
-            model.component.is_some() || !model.components.is_empty(),
+        let rebuild = format!(
+            "rebuild it with `cargo run -p generator --bin gen -- fixtures --model {}`",
+            model.model_type
         );
-        if self.meta.cache_key.as_deref() == Some(want.as_str()) {
-            return Ok(());
+        match &self.content {
+            Some(content) if content.spec_digest == model.spec_digest => Ok(()),
+            Some(content) => Err(CheckError::new(
+                ErrorKind::FixtureStale,
+                format!(
+                    "the fixture {} is stale: it was built from a spec with digest {}, but {} gives {}; {rebuild}",
+                    self.dir.display(),
+                    short(&content.spec_digest),
+                    model.spec_path,
+                    short(model.spec_digest),
+                ),
+            )),
+            None => Err(CheckError::new(
+                ErrorKind::FixtureStale,
+                format!(
+                    "the fixture {} has no {CONTENT_RECORD} (what it holds, which records carry): {rebuild}",
+                    self.dir.display()
+                ),
+            )),
         }
-        Err(CheckError::new(
-            ErrorKind::FixtureStale,
-            format!(
-                "the fixture {} is stale: it was built under key {}, but {} and this checkout's exporter give {}; rebuild it with `cargo run -p generator --bin gen -- fixtures --model {}`",
-                self.dir.display(),
-                self.meta.cache_key.as_deref().unwrap_or("(none)"),
-                model.spec_path,
-                &want[..12],
-                model.model_type
-            ),
-        ))
+    }
+
+    /// What a record says of the fixture `check` read on `engine`.
+    pub fn record(&self, check: &str, engine: crate::EngineKind) -> crate::record::FixtureRecord {
+        crate::record::FixtureRecord {
+            dir: self.dir.display().to_string(),
+            source: self.meta.source.clone(),
+            cache_key: self.meta.cache_key.clone(),
+            content: self.content.as_ref().map(|c| c.check_digest(check, engine)),
+        }
     }
 
     pub fn open_in(root: &Path, model_type: &str) -> Result<Fixture, CheckError> {
@@ -259,7 +283,8 @@ impl Fixture {
                 meta.shapes.len()
             )));
         }
-        Ok(Fixture { dir, meta })
+        let content = Content::read(&dir);
+        Ok(Fixture { dir, meta, content })
     }
 
     pub fn model_onnx(&self) -> PathBuf {
@@ -368,10 +393,17 @@ impl Fixture {
                 ));
             }
         };
+        // Which script made them is gen fixtures' question (it remakes them
+        // under a new one); a cell asks that they are of this export, and the
+        // ones whose digests content.json holds.
         let stale = if made.fixture_key != self.meta.cache_key {
             Some("from another export of this fixture")
-        } else if made.key != nncf_key() {
-            Some("by another version of nncf_variants.py or its requirements")
+        } else if self
+            .content
+            .as_ref()
+            .is_some_and(|c| c.nncf_key.as_deref() != Some(made.key.as_str()))
+        {
+            Some("after gen fixtures recorded what the fixture holds")
         } else {
             None
         };
@@ -475,6 +507,11 @@ impl Fixture {
     }
 }
 
+/// A digest as messages show it.
+fn short(digest: &str) -> &str {
+    &digest[..digest.len().min(12)]
+}
+
 /// `<dir>/<folder>/<name>.npy`, refused unless its shape is the one meta.json gives.
 pub(crate) fn read_checked(dir: &Path, folder: &str, t: &TensorMeta) -> Result<Tensor, CheckError> {
     let invalid = |message: String| CheckError::new(ErrorKind::FixtureInvalid, message);
@@ -502,6 +539,7 @@ mod tests {
         Fixture {
             dir: std::env::temp_dir().join("hwmatrix-no-such-fixture"),
             meta: serde_json::from_value(meta).unwrap(),
+            content: None,
         }
     }
 
@@ -533,9 +571,16 @@ mod tests {
         let meta = serde_json::json!({
             "model_type": "m", "source": "tiny-random", "shapes": [], "cache_key": "k1",
         });
-        let fixture = Fixture {
+        let content = |nncf_key: &str| Content {
+            spec_digest: "s".into(),
+            cache_key: Some("k1".into()),
+            nncf_key: Some(nncf_key.into()),
+            parts: Default::default(),
+        };
+        let mut fixture = Fixture {
             dir: dir.clone(),
             meta: serde_json::from_value(meta).unwrap(),
+            content: Some(content("script-1")),
         };
         let kind = |p: Precision| fixture.model_precision(p).map_err(|e| e.kind);
         assert_eq!(kind(Precision::NncfInt8), Err(ErrorKind::FixtureInvalid));
@@ -547,7 +592,7 @@ mod tests {
             });
             std::fs::write(dir.join(NNCF_RECORD), made.to_string()).unwrap();
         };
-        record(&nncf_key(), "k1");
+        record("script-1", "k1");
         // Named but not on disk: the fixture is broken, not the format.
         assert_eq!(kind(Precision::NncfInt8), Err(ErrorKind::FixtureInvalid));
         std::fs::write(dir.join("model.nncf_int8.xml"), "<net/>").unwrap();
@@ -557,18 +602,21 @@ mod tests {
         );
         assert_eq!(kind(Precision::NncfInt4), Err(ErrorKind::DoesNotApply));
         // Made from an earlier export of the fixture: refused, with how to remake it.
-        record(&nncf_key(), "k0");
+        record("script-1", "k0");
         let stale = fixture.model_precision(Precision::NncfInt8).unwrap_err();
         assert_eq!(stale.kind, ErrorKind::FixtureInvalid);
         assert!(stale.message.contains("gen fixtures"), "{}", stale.message);
-        // Made by another version of the script: refused too.
-        record("an older script", "k1");
+        // Remade after gen fixtures took the fixture's digests: refused too,
+        // until it takes them again.
+        record("script-2", "k1");
         let older = fixture.model_precision(Precision::NncfInt8).unwrap_err();
         assert!(
-            older.message.contains("another version"),
+            older.message.contains("gen fixtures recorded"),
             "{}",
             older.message
         );
+        fixture.content = Some(content("script-2"));
+        assert!(fixture.model_precision(Precision::NncfInt8).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::compare;
+use crate::content::{CONTENT_RECORD, Content};
 use crate::engine::onnx::StaticInputs;
 use crate::error::{CheckError, ErrorKind};
 use crate::fixture::TensorMeta;
-use crate::fixture_key::generation_fixture_key;
 use crate::paths;
 use crate::tensor::{Data, Tensor};
 use crate::{GenerationDecl, ModelDecl, TensorDecl, Tolerance};
@@ -106,6 +106,8 @@ pub struct StepMeta {
 pub struct GenerationFixture {
     pub dir: PathBuf,
     pub meta: GenerationMeta,
+    /// What it holds (`content.json`), where `gen fixtures` recorded it.
+    pub content: Option<Content>,
     /// How the first step's empty cache is fed.
     pub empty_cache: EmptyCache,
 }
@@ -126,27 +128,57 @@ pub enum EmptyCache {
 }
 
 impl GenerationFixture {
+    /// What a record says of the fixture the loop read.
+    pub fn record(&self) -> crate::record::FixtureRecord {
+        crate::record::FixtureRecord {
+            dir: self.dir.display().to_string(),
+            source: self.meta.source.clone(),
+            cache_key: self.meta.cache_key.clone(),
+            // Every engine's loop reads the whole generation fixture.
+            content: self
+                .content
+                .as_ref()
+                .map(|c| c.check_digest(crate::GENERATES, crate::EngineKind::Onnxruntime)),
+        }
+    }
+
     /// The generation fixture of a model (`<fixtures>/generation/<model_type>`),
     /// built from this model's spec by this checkout's exporters, holding the cache
     /// its spec declares.
     pub fn open(model: &ModelDecl, decl: &GenerationDecl) -> Result<GenerationFixture, CheckError> {
         let root = paths::generation_fixtures(&paths::fixtures_dir());
         let fixture = GenerationFixture::open_dir(&root, model.model_type)?;
-        let want = generation_fixture_key(decl.spec_digest);
-        if fixture.meta.source == "tiny-random"
-            && fixture.meta.cache_key.as_deref() != Some(want.as_str())
-        {
-            return Err(CheckError::new(
-                ErrorKind::FixtureStale,
-                format!(
-                    "the generation fixture {} is stale: it was built under key {}, but {} and this checkout's exporters give {}; rebuild it with `cargo run -p generator --bin gen -- fixtures --model {}`",
-                    fixture.dir.display(),
-                    fixture.meta.cache_key.as_deref().unwrap_or("(none)"),
-                    model.spec_path,
-                    &want[..12],
-                    model.model_type
-                ),
-            ));
+        // Built from this spec, as its content.json says; which exporter built
+        // it is gen fixtures' question, and the record says what the loop read.
+        if fixture.meta.source == "tiny-random" {
+            let rebuild = format!(
+                "rebuild it with `cargo run -p generator --bin gen -- fixtures --model {}`",
+                model.model_type
+            );
+            match &fixture.content {
+                Some(content) if content.spec_digest == decl.spec_digest => {}
+                Some(content) => {
+                    return Err(CheckError::new(
+                        ErrorKind::FixtureStale,
+                        format!(
+                            "the generation fixture {} is stale: it was built from a spec with digest {}, but {} gives {}; {rebuild}",
+                            fixture.dir.display(),
+                            &content.spec_digest[..content.spec_digest.len().min(12)],
+                            model.spec_path,
+                            &decl.spec_digest[..decl.spec_digest.len().min(12)],
+                        ),
+                    ));
+                }
+                None => {
+                    return Err(CheckError::new(
+                        ErrorKind::FixtureStale,
+                        format!(
+                            "the generation fixture {} has no {CONTENT_RECORD} (what it holds, which records carry): {rebuild}",
+                            fixture.dir.display()
+                        ),
+                    ));
+                }
+            }
         }
         let differences = fixture.cache_differences(decl.cache);
         if !differences.is_empty() {
@@ -268,9 +300,11 @@ impl GenerationFixture {
                 meta_path.display()
             )));
         }
+        let content = Content::read(&dir);
         Ok(GenerationFixture {
             dir,
             meta,
+            content,
             empty_cache: EmptyCache::default(),
         })
     }

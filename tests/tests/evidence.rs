@@ -256,6 +256,15 @@ fn a_constant_reference_is_not_informative(folders: &Folders) {
         pooler_record["reference"]["constant_would_pass"], true,
         "{pooler_record}"
     );
+    // The record says what it read: the digest of the parts content.json
+    // recorded, which the broken reference (written after it) does not change.
+    let content = runtime::content::Content::read(&fixtures.join("bert")).unwrap();
+    assert_eq!(
+        record["fixture"]["content"],
+        content.check_digest("matches_reference", runtime::EngineKind::Onnxruntime),
+        "{}",
+        record["fixture"]
+    );
 }
 
 /// The same broken reference through libtorch (the TorchScript export): the
@@ -603,30 +612,47 @@ fn a_cache_other_than_the_declared_one_is_an_invalid_fixture(
     meta
 }
 
-/// A generation fixture built under another key is stale, and says how to rebuild it.
+/// Rewrites the spec digest a fixture's content.json says it was built from.
+fn built_from_an_older_spec(dir: &Path) {
+    let path = dir.join(runtime::content::CONTENT_RECORD);
+    let mut content: Value = serde_json::from_str(
+        &std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (`gen fixtures` records it)", path.display())),
+    )
+    .unwrap();
+    content["spec_digest"] = Value::from("0000-built-from-an-older-spec");
+    std::fs::write(&path, content.to_string()).unwrap();
+}
+
+/// A generation fixture built from another spec is stale, and says how to
+/// rebuild it; one without content.json too. Another build key alone is
+/// not: what the loop reads did not change.
 fn a_stale_generation_fixture_says_how_to_rebuild_it(
     folders: &Folders,
     generation: &Generation,
     mut meta: Value,
 ) {
-    meta["cache_key"] = Value::from("0000-built-from-an-older-spec");
+    meta["cache_key"] = Value::from("0000-another-build");
     std::fs::write(generation.meta_path(), meta.to_string()).unwrap();
+    let generation_dir = generation.meta_path().parent().unwrap().to_path_buf();
+    built_from_an_older_spec(&generation_dir);
     let (message, record) = failing(runtime::checks::generates, LLAMA, &folders.results);
     assert_eq!(record["error_kind"], "fixture-stale");
     assert!(
-        message.contains("gen -- fixtures --model llama"),
+        message.contains("gen -- fixtures --model llama")
+            && message.contains("digest 0000-built-f"),
         "{message}"
     );
+    std::fs::remove_file(generation_dir.join(runtime::content::CONTENT_RECORD)).unwrap();
+    let (message, record) = failing(runtime::checks::generates, LLAMA, &folders.results);
+    assert_eq!(record["error_kind"], "fixture-stale");
+    assert!(message.contains("has no content.json"), "{message}");
 }
 
-/// A fixture built under another key is stale, and says how to rebuild it.
+/// A fixture built from another spec is stale, and says how to rebuild it.
 fn a_stale_fixture_says_how_to_rebuild_it(folders: &Folders) {
     set("HWMATRIX_FIXTURES", &folders.constant);
-    let meta_path = folders.constant.join("bert/meta.json");
-    let mut meta: Value =
-        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
-    meta["cache_key"] = Value::from("0000-built-from-an-older-spec");
-    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    built_from_an_older_spec(&folders.constant.join("bert"));
     let (message, record) = failing(runtime::checks::runs, BERT, &folders.results);
     assert_eq!(record["error_kind"], "fixture-stale");
     assert!(

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use hwmatrix_cell::Stage;
 use hwmatrix_cell::export_error::ExportError;
-use hwmatrix_cell::fixture_key::SEED;
+use hwmatrix_specs::fixture_key::SEED;
 
 use crate::workers::{Pool, Progress};
 use hwmatrix_specs::plan::Plan;
@@ -22,6 +22,8 @@ pub struct Summary {
     pub failed: Vec<(String, String)>,
     /// NNCF's formats of the exported fixtures (None: not asked for).
     pub nncf: Option<crate::nncf::Summary>,
+    /// Fixtures whose content.json was (re)written.
+    pub content_taken: usize,
 }
 
 /// Where a fixture's model comes from.
@@ -150,7 +152,74 @@ pub fn build(
             log,
         )?);
     }
+    summary.content_taken = record_content(plan, root, log)?;
     Ok(summary)
+}
+
+/// Writes `content.json` (hwmatrix_cell::content) beside every fixture of the
+/// plan that lacks a current one: taken after the export and NNCF's formats,
+/// it says what each check will read, which records and evidence then
+/// carry. A fixture found cached keeps its record unless its build key or
+/// NNCF's key changed since. Returns how many it took.
+fn record_content(plan: &Plan, root: &Path, log: &mut dyn Write) -> Result<usize, String> {
+    use hwmatrix_cell::content::Content;
+    let mut dirs = Vec::new();
+    for model_plan in &plan.models {
+        let model = model_plan.model;
+        let name = model.spec.model_type.as_str();
+        let (digest, key) = (model.digest(), model.fixture_key());
+        for dir in crate::nncf::exported_fixtures(root, [name]) {
+            dirs.push((dir, digest.clone(), key.clone(), false));
+        }
+        // A libtorch-only fixture (its ONNX export failed) has no model.onnx.
+        let whole = root.join(name);
+        if whole.join("meta.json").is_file() && !whole.join("model.onnx").is_file() {
+            dirs.push((whole, digest.clone(), key.clone(), false));
+        }
+        let generation = hwmatrix_cell::paths::generation_fixtures(root).join(name);
+        if model.generates() && generation.join("meta.json").is_file() {
+            let key = model.generation_fixture_key();
+            dirs.push((generation, model.generation_digest(), key, true));
+        }
+    }
+    let key_in = |dir: &Path, file: &str, field: &str| {
+        std::fs::read_to_string(dir.join(file))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v[field].as_str().map(str::to_string))
+    };
+    let mut taken = 0;
+    for (dir, spec_digest, key, generation) in dirs {
+        let cache_key = key_in(&dir, "meta.json", "cache_key");
+        // Only a fixture built from today's spec is recorded as built from it
+        // (a checkpoint's key ends with the tiny one's): one an export left
+        // as it was, having failed, keeps its own record.
+        if !cache_key
+            .as_deref()
+            .is_some_and(|k| k.ends_with(key.as_str()))
+        {
+            continue;
+        }
+        let nncf_key = key_in(&dir, hwmatrix_cell::paths::NNCF_RECORD, "key");
+        let current = Content::read(&dir).is_some_and(|c| {
+            c.spec_digest == spec_digest && c.cache_key == cache_key && c.nncf_key == nncf_key
+        });
+        if current {
+            continue;
+        }
+        Content::take(&dir, &spec_digest, generation, cache_key, nncf_key)
+            .and_then(|c| c.write(&dir))
+            .map_err(|e| format!("{}: cannot record what it holds: {e}", dir.display()))?;
+        taken += 1;
+        if taken % 100 == 0 {
+            let _ = writeln!(
+                log,
+                "recorded the content of {taken} fixtures (last {})",
+                dir.display()
+            );
+        }
+    }
+    Ok(taken)
 }
 
 /// Runs the export jobs in a pool of workers, leaving each failure's error beside the fixtures.

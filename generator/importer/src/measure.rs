@@ -99,6 +99,7 @@ impl AsEntry for Record {
                     .filter(|_| self.platform.computes_on_host_cpu())
                     .map(hwmatrix_cell::CpuClass::describe),
                 fixture_key: self.fixture.as_ref().and_then(|f| f.cache_key.clone()),
+                content: self.fixture.as_ref().and_then(|f| f.content.clone()),
                 runtime: Some(self.runtime_version.clone()),
                 legacy: None,
             },
@@ -1277,6 +1278,7 @@ mod tests {
                 dir: "<fixtures>/bert".into(),
                 source: "tiny-random".into(),
                 cache_key: Some("k".into()),
+                content: None,
             }),
             runtime_version: "0.1.0".into(),
             providers: None,

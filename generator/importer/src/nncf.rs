@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use hwmatrix_cell::fixture_key::{NNCF_RECORD, nncf_key};
+use hwmatrix_cell::paths::NNCF_RECORD;
+use hwmatrix_specs::fixture_key::nncf_key;
 
 use crate::workers::{JobError, Progress, exporter_dir};
 

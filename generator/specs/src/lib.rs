@@ -5,6 +5,7 @@
 //! module; [`files`] writes a file so that no reader sees half of it.
 
 pub mod files;
+pub mod fixture_key;
 pub mod module_name;
 pub mod plan;
 pub mod spec;

@@ -91,6 +91,13 @@ pub fn run(
         summary.failed.len(),
         started.elapsed().as_secs_f64()
     );
+    if summary.content_taken > 0 {
+        let _ = writeln!(
+            out,
+            "recorded what {} fixtures hold (content.json: the digests their checks' records carry)",
+            summary.content_taken
+        );
+    }
     match &summary.nncf {
         Some(nncf) => {
             let _ = writeln!(

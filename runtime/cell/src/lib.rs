@@ -4,12 +4,12 @@
 //! `generated/`; the runtime reads that data and runs the cell. Keeping them
 //! here means the generator links no engine library (ONNX Runtime, libtorch).
 
+pub mod content;
 pub mod cpu_class;
 pub mod decl;
 pub mod dtype;
 pub mod error_kind;
 pub mod export_error;
-pub mod fixture_key;
 pub mod paths;
 pub mod planned;
 pub mod platform;

@@ -20,6 +20,10 @@ pub fn cache_dir() -> PathBuf {
     home.join(".cache").join("hwmatrix")
 }
 
+/// The file nncf_variants.py writes beside a fixture: how it made each NNCF
+/// format, from which export.
+pub const NNCF_RECORD: &str = "nncf.json";
+
 /// The fixture root of the contract: `HWMATRIX_FIXTURES`, else `<cache>/fixtures`.
 pub fn fixtures_dir() -> PathBuf {
     std::env::var_os("HWMATRIX_FIXTURES")

@@ -150,7 +150,12 @@ pub struct Memory {
 pub struct FixtureRecord {
     pub dir: String,
     pub source: String,
+    /// The build key (which build of the fixture it was).
     pub cache_key: Option<String>,
+    /// The digest of the parts of the fixture the check read
+    /// (hwmatrix_cell::content): what its evidence is of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
 }
 
 /// The engine settings a timing was taken under, for records.

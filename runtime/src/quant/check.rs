@@ -179,11 +179,7 @@ fn perform(
     let gpu = crate::engine::wgpu::gpu()?;
     measured.adapter = Some(gpu.adapter.clone());
     let fixture = Fixture::open(cell.model)?;
-    *fixture_record = Some(FixtureRecord {
-        dir: fixture.dir.display().to_string(),
-        source: fixture.meta.source.clone(),
-        cache_key: fixture.meta.cache_key.clone(),
-    });
+    *fixture_record = Some(fixture.record(scheme.check_name(), crate::EngineKind::Wgpu));
     let sample = fixture.meta.linear_layers.as_ref().ok_or_else(|| {
         CheckError::new(ErrorKind::FixtureInvalid, format!("{}'s fixture lists no linear_layers (exporters before 9 did not capture them): rebuild it with `gen fixtures`", cell.model.model_type))
     })?;

@@ -15,6 +15,7 @@ use hwmatrix_cell::Planned;
 use hwmatrix_record::{Basis, Outcome};
 
 use hwmatrix_specs::plan::Plan;
+use hwmatrix_specs::spec::evidence::TodaysFixtures;
 
 #[derive(Default)]
 struct Tally {
@@ -32,9 +33,28 @@ struct Tally {
 struct Keys {
     fixture: Option<String>,
     generation: Option<String>,
+    /// What today's fixtures hold, where they are built here.
+    today: Option<TodaysFixtures>,
 }
 
 impl Keys {
+    /// The digests today's fixtures give for the record's check (none where
+    /// they are not built here).
+    fn content(&self, e: &Evidence) -> Vec<String> {
+        let Some(today) = &self.today else {
+            return Vec::new();
+        };
+        let fixtures = if e.check == hwmatrix_cell::GENERATES {
+            today.generation.iter().collect::<Vec<_>>()
+        } else {
+            today.content.iter().collect()
+        };
+        fixtures
+            .into_iter()
+            .map(|c| c.check_digest(&e.check, e.body.engine_kind))
+            .collect()
+    }
+
     fn of(&self, check: &str) -> Option<&str> {
         if check == hwmatrix_cell::GENERATES {
             self.generation.as_deref()
@@ -55,7 +75,17 @@ fn stale_because(
 ) -> Option<String> {
     for e in records {
         let planned = planned(&e.check);
-        if let (Some(now), Some(then)) = (keys.of(&e.check), e.fixture_key.as_deref())
+        let read = e.body.fixture.as_ref().and_then(|f| f.content.as_deref());
+        let content = keys.content(e);
+        if let Some(then) = read.filter(|_| !content.is_empty()) {
+            if !content.iter().any(|now| now == then) {
+                return Some(format!(
+                    "{} read fixture content {then} (now {}): what it reads changed",
+                    e.check,
+                    content.join(" or ")
+                ));
+            }
+        } else if let (Some(now), Some(then)) = (keys.of(&e.check), e.fixture_key.as_deref())
             && now != then
         {
             return Some(format!(
@@ -208,6 +238,10 @@ fn fixture_keys(model: &hwmatrix_specs::plan::ModelPlan) -> Keys {
             .model
             .generates()
             .then(|| model.model.generation_fixture_key()),
+        today: Some(TodaysFixtures::of(
+            model.model,
+            &hwmatrix_cell::paths::fixtures_dir(),
+        )),
     }
 }
 
@@ -309,32 +343,6 @@ fn write_stale(out: &mut String, stale: &[String]) {
     }
 }
 
-/// A model's fixture keys today: its fixture's, and its generation fixture's.
-struct TodaysKeys {
-    fixture: String,
-    generation: String,
-}
-
-impl TodaysKeys {
-    fn of(model: &hwmatrix_specs::spec::LoadedModel) -> Self {
-        TodaysKeys {
-            fixture: model.fixture_key(),
-            generation: model.generation_fixture_key(),
-        }
-    }
-
-    /// The key an entry's check ran with today: a generation check's fixture is its own.
-    fn of_entry(&self, entry: &hwmatrix_specs::spec::evidence::Entry) -> &str {
-        if entry.check == hwmatrix_cell::GENERATES
-            || entry.check == hwmatrix_specs::spec::evidence::GENERATION_EXPORT
-        {
-            &self.generation
-        } else {
-            &self.fixture
-        }
-    }
-}
-
 /// The store's stale entries (`bert openvino/onnxruntime/runs: why`) of the
 /// plan's models, or of its high-priority ones only: what `gen coverage
 /// --fail-on-stale` fails on.
@@ -345,9 +353,9 @@ pub fn stale_entries(plan: &Plan, high_priority_only: bool) -> Vec<String> {
         if high_priority_only && spec.priority != hwmatrix_specs::spec::Priority::High {
             continue;
         }
-        let keys = TodaysKeys::of(model.model);
+        let today = TodaysFixtures::of(model.model, &hwmatrix_cell::paths::fixtures_dir());
         for entry in &spec.evidence {
-            if let Some(why) = entry.stale(keys.of_entry(entry)) {
+            if let Some(why) = entry.stale(&today.today(entry)) {
                 stale.push(format!(
                     "{} {}{}{}: {why}",
                     spec.model_type,
@@ -373,7 +381,7 @@ fn evidence_store(plan: &Plan) -> String {
     // platform → [model, engine, environment, harness, does not apply, stale, legacy]
     let mut rows: BTreeMap<&str, [usize; 7]> = BTreeMap::new();
     for model in &plan.models {
-        let keys = TodaysKeys::of(model.model);
+        let today = TodaysFixtures::of(model.model, &hwmatrix_cell::paths::fixtures_dir());
         for entry in &model.model.spec.evidence {
             let row = rows
                 .entry(entry.platform.map_or("-", |p| p.name()))
@@ -387,7 +395,7 @@ fn evidence_store(plan: &Plan) -> String {
                         .expect("one of ALL")] += 1
                 }
             }
-            row[5] += usize::from(entry.stale(keys.of_entry(entry)).is_some());
+            row[5] += usize::from(entry.stale(&today.today(entry)).is_some());
             row[6] += usize::from(entry.provenance.legacy.is_some());
         }
     }
@@ -435,6 +443,7 @@ mod tests {
         let keys = Keys {
             fixture: None,
             generation: None,
+            today: None,
         };
         assert_eq!(
             stale_because(&records, &keys, &own, env!("CARGO_PKG_VERSION")),
@@ -458,6 +467,7 @@ mod tests {
         let fresh = Keys {
             fixture: Some("float32-key".into()),
             generation: Some("generation-key".into()),
+            today: None,
         };
         assert_eq!(
             stale_because(&[&record], &fresh, &run, env!("CARGO_PKG_VERSION")),
@@ -467,6 +477,7 @@ mod tests {
         let rebuilt = Keys {
             fixture: Some("float32-key".into()),
             generation: Some("another-key".into()),
+            today: None,
         };
         let why = stale_because(&[&record], &rebuilt, &run, env!("CARGO_PKG_VERSION"))
             .expect("the generation fixture changed");

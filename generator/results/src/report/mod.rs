@@ -865,7 +865,7 @@ fn stored_evidence(
     platform: &str,
     engine: &str,
 ) -> Option<StoredEvidence> {
-    use hwmatrix_specs::spec::evidence::{EXPORT, GENERATION_EXPORT};
+    use hwmatrix_specs::spec::evidence::EXPORT;
     let entries = &model.spec.evidence;
     let own = entries.iter().find(|e| {
         e.platform.is_some_and(|p| p.name() == platform)
@@ -877,18 +877,17 @@ fn stored_evidence(
             .iter()
             .find(|e| e.platform.is_none() && e.check == EXPORT)
     })?;
-    let key = if entry.check == GENERATION_EXPORT || entry.check == hwmatrix_cell::GENERATES {
-        model.generation_fixture_key()
-    } else {
-        model.fixture_key()
-    };
+    let today = hwmatrix_specs::spec::evidence::TodaysFixtures::of(
+        model,
+        &hwmatrix_cell::paths::fixtures_dir(),
+    );
     Some(StoredEvidence {
         check: entry.check.clone(),
         date: entry.provenance.date.clone(),
         run: entry.provenance.run.clone(),
         host: entry.provenance.host.clone(),
         attribution: entry.attribution.map(|a| a.name().to_string()),
-        stale: entry.stale(&key),
+        stale: entry.stale(&today.today(entry)),
     })
 }
 

@@ -108,10 +108,17 @@ pub struct Provenance {
     /// (`x86-64 avx2 (avx2)`), on platforms that compute on the host's CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<String>,
-    /// The fixture key the check ran (or the export tried) with: a spec, an
-    /// exporter or requirements that changed since make the entry stale.
+    /// The fixture key the check ran (or the export tried) with: which
+    /// build it was. It decides staleness only where `content` cannot: an
+    /// export (no fixture to read), an entry measured before records carried
+    /// content, a fixture not built here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fixture_key: Option<String>,
+    /// The digest of the fixture's parts the check read
+    /// (hwmatrix_cell::content): another digest today makes it stale, an
+    /// exporter edit that changed none of those bytes does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
     /// The runtime (and so the harness) version that measured it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<String>,
@@ -120,6 +127,91 @@ pub struct Provenance {
     /// an entry is stale until a run measures the check again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legacy: Option<String>,
+}
+
+/// What today's checkout and fixture store say of one entry's check: the
+/// build key of the fixture it reads, and the digests of what it reads there
+/// (hwmatrix_cell::content): one, or one per component of a model checked as
+/// components; none where the fixture is not built here.
+#[derive(Clone, Debug)]
+pub struct Today<'a> {
+    pub fixture_key: &'a str,
+    pub content: Vec<String>,
+}
+
+impl<'a> Today<'a> {
+    /// Only a build key to compare with (no fixture built here).
+    pub fn key(fixture_key: &'a str) -> Today<'a> {
+        Today {
+            fixture_key,
+            content: Vec::new(),
+        }
+    }
+}
+
+/// A model's fixtures as today's checkout and fixture store have them: the
+/// build keys, and what `gen fixtures` recorded each holds.
+pub struct TodaysFixtures {
+    pub fixture_key: String,
+    pub generation_key: String,
+    /// The fixture's content, or its components' (a model checked as components).
+    pub content: Vec<hwmatrix_cell::content::Content>,
+    pub generation: Option<hwmatrix_cell::content::Content>,
+}
+
+impl TodaysFixtures {
+    /// Reads the model's content records under the fixture root `root`.
+    pub fn of(model: &super::LoadedModel, root: &std::path::Path) -> TodaysFixtures {
+        use hwmatrix_cell::content::Content;
+        let dir = root.join(&model.spec.model_type);
+        let content = if model.spec.components.is_empty() {
+            Content::read(&dir).into_iter().collect()
+        } else {
+            let mut components: Vec<_> = std::fs::read_dir(&dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| Content::read(&e.path()))
+                .collect();
+            components.sort_by(|a, b| a.parts.cmp(&b.parts));
+            components
+        };
+        let generation = Content::read(
+            &hwmatrix_cell::paths::generation_fixtures(root).join(&model.spec.model_type),
+        );
+        TodaysFixtures {
+            fixture_key: model.fixture_key(),
+            generation_key: model.generation_fixture_key(),
+            content,
+            generation,
+        }
+    }
+
+    /// What today gives for the entry's check: a generation check reads the
+    /// generation fixture, every other the model's (its engine's graph).
+    pub fn today(&self, entry: &Entry) -> Today<'_> {
+        let engine = entry.engine.unwrap_or(EngineKind::Onnxruntime);
+        if entry.check == hwmatrix_cell::GENERATES || entry.check == GENERATION_EXPORT {
+            return Today {
+                fixture_key: &self.generation_key,
+                content: self
+                    .generation
+                    .iter()
+                    .filter(|_| entry.check == hwmatrix_cell::GENERATES)
+                    .map(|c| c.check_digest(&entry.check, engine))
+                    .collect(),
+            };
+        }
+        Today {
+            fixture_key: &self.fixture_key,
+            content: self
+                .content
+                .iter()
+                .filter(|_| entry.platform.is_some())
+                .map(|c| c.check_digest(&entry.check, engine))
+                .collect(),
+        }
+    }
 }
 
 impl Entry {
@@ -137,25 +229,41 @@ impl Entry {
     }
 
     /// Why the entry no longer describes today's checkout, if it does not:
-    /// measured before provenance, with another fixture key than
-    /// `fixture_key` (another spec, exporter source or exporter requirements:
-    /// the key digests them all, so the exporter's version is in it), or
+    /// measured before provenance; on other content than today's fixture
+    /// holds for its check (or, where content cannot be compared, with
+    /// another fixture key: another spec, exporter or requirements); or
     /// with another version of the engine library than this checkout pins.
-    pub fn stale(&self, fixture_key: &str) -> Option<String> {
+    pub fn stale(&self, today: &Today) -> Option<String> {
         if self.provenance.legacy.is_some() {
             return Some("recorded before evidence carried its run, host and versions".into());
         }
-        if let Some(key) = self
-            .provenance
-            .fixture_key
-            .as_deref()
-            .filter(|key| *key != fixture_key)
-        {
-            return Some(format!(
-                "measured with fixture key {}, today's is {}",
-                short(key),
-                short(fixture_key)
-            ));
+        match (self.provenance.content.as_deref(), today.content.as_slice()) {
+            (Some(then), now) if !now.is_empty() && !now.iter().any(|n| n == then) => {
+                return Some(format!(
+                    "it read fixture content {then}, today's fixture holds {} for this check",
+                    now.join(" or ")
+                ));
+            }
+            (Some(_), now) if !now.is_empty() => {}
+            _ => {
+                if let Some(key) = self
+                    .provenance
+                    .fixture_key
+                    .as_deref()
+                    .filter(|key| *key != today.fixture_key)
+                {
+                    let unknown = if self.provenance.content.is_some() {
+                        " (today's fixture is not built here to compare content: `gen fixtures`)"
+                    } else {
+                        ""
+                    };
+                    return Some(format!(
+                        "measured with fixture key {}, today's is {}{unknown}",
+                        short(key),
+                        short(today.fixture_key)
+                    ));
+                }
+            }
         }
         // A version that cannot be read is stale, never fresh: nothing would
         // tell an engine change from it.
@@ -551,11 +659,27 @@ pub fn merge(
 }
 
 /// Entry `at` (if any) replaced by what was measured: kept where it says the
-/// same and is fresh, removed by a pass, added where there was none.
+/// same and is fresh (judged by what the new measurement read, today's
+/// fixture), removed by a pass, added where there was none. A kept entry
+/// measured before records carried content takes the new one's: only that
+/// line of its provenance changes.
 fn replace(entries: &mut Vec<Entry>, at: Option<usize>, new: Option<Entry>, fixture_key: &str) {
     match (at, new) {
         (Some(i), Some(new))
-            if entries[i].same_outcome(&new) && entries[i].stale(fixture_key).is_none() => {}
+            if entries[i].same_outcome(&new)
+                && entries[i]
+                    .stale(&Today {
+                        fixture_key,
+                        content: new.provenance.content.iter().cloned().collect(),
+                    })
+                    .is_none() =>
+        {
+            if entries[i].provenance.content.is_none() && new.provenance.content.is_some() {
+                // Measured on this build before records carried content: now it does.
+                entries[i].provenance.content = new.provenance.content;
+                entries[i].provenance.fixture_key = new.provenance.fixture_key;
+            }
+        }
         (Some(i), Some(new)) => entries[i] = new,
         (Some(i), None) => {
             entries.remove(i);
@@ -673,6 +797,7 @@ impl Provenance {
             library: Some(exporter_libraries()),
             cpu: None,
             fixture_key: Some(fixture_key.to_string()),
+            content: None,
             runtime: Some(env!("CARGO_PKG_VERSION").to_string()),
             legacy: None,
         }
@@ -757,7 +882,7 @@ fn pinned_version(package: &str) -> Option<String> {
 /// The exporter's pinned libraries (generator/importer/exporter/requirements.txt), as
 /// `torch==2.13.0, transformers==5.23.0, ...`.
 pub fn exporter_libraries() -> String {
-    let requirements = String::from_utf8_lossy(hwmatrix_cell::fixture_key::EXPORTER_REQUIREMENTS);
+    let requirements = String::from_utf8_lossy(crate::fixture_key::EXPORTER_REQUIREMENTS);
     requirements
         .lines()
         .map(str::trim)
@@ -903,6 +1028,7 @@ mod tests {
                 date: "2026-11-27T03:00:00Z".into(),
                 host: Some("h".into()),
                 fixture_key: Some(key.into()),
+                content: None,
                 // Today's engine (a version that cannot be read is stale), or the exporter's.
                 library: Some(match platform {
                     Some(_) => format!(
@@ -914,6 +1040,74 @@ mod tests {
                 ..Provenance::default()
             },
         }
+    }
+
+    /// Content decides where both sides have it: a rebuild under another key
+    /// that changed no byte the check reads leaves the entry fresh, another
+    /// digest stales it; without content the key decides. A re-measurement
+    /// that says the same gives a kept entry its content, nothing else.
+    #[test]
+    fn content_decides_staleness_where_it_is_known() {
+        let mut entry = failure(Some(Platform::Cpu), "runs", "runs: failed", "k1");
+        let today = |key, content: &[&str]| Today {
+            fixture_key: key,
+            content: content.iter().map(|c| c.to_string()).collect(),
+        };
+        assert!(
+            entry.stale(&today("k2", &["c1"])).is_some(),
+            "no content: the key decides"
+        );
+        entry.provenance.content = Some("c1".into());
+        assert_eq!(
+            entry.stale(&today("k2", &["c1"])),
+            None,
+            "an exporter edit that changed no byte"
+        );
+        let why = entry
+            .stale(&today("k2", &["c2"]))
+            .expect("what it reads changed");
+        assert!(why.contains("content c1") && why.contains("c2"), "{why}");
+        assert_eq!(
+            entry.stale(&today("k2", &["c0", "c1"])),
+            None,
+            "one of a components model's fixtures"
+        );
+        let why = entry
+            .stale(&today("k2", &[]))
+            .expect("not built here: the key decides");
+        assert!(why.contains("not built here"), "{why}");
+
+        let key = EntryKey {
+            platform: Some(Platform::Cpu),
+            engine: Some(EngineKind::Onnxruntime),
+            check: "runs".into(),
+            cpu_class: None,
+        };
+        let old = failure(Some(Platform::Cpu), "runs", "runs: failed", "k1");
+        let mut again = old.clone();
+        again.provenance.run = Some("run-2".into());
+        again.provenance.content = Some("c1".into());
+        let mut entries = vec![old.clone()];
+        merge(&mut entries, vec![(key.clone(), Some(again.clone()))], "k1");
+        assert_eq!(entries[0].provenance.run.as_deref(), Some("run-1"), "kept");
+        assert_eq!(
+            entries[0].provenance.content.as_deref(),
+            Some("c1"),
+            "stamped"
+        );
+        // Rebuilt under another key, same bytes: still kept, as it was.
+        let kept = entries.clone();
+        let mut rebuilt = again.clone();
+        rebuilt.provenance.run = Some("run-3".into());
+        rebuilt.provenance.fixture_key = Some("k2".into());
+        merge(&mut entries, vec![(key.clone(), Some(rebuilt))], "k2");
+        assert_eq!(entries, kept);
+        // Other bytes: replaced.
+        let mut changed = again.clone();
+        changed.provenance.run = Some("run-4".into());
+        changed.provenance.content = Some("c2".into());
+        merge(&mut entries, vec![(key, Some(changed.clone()))], "k2");
+        assert_eq!(entries, vec![changed]);
     }
 
     #[test]
@@ -994,7 +1188,7 @@ mod tests {
         // The same failure on another fixture key: the old entry was stale, the new one replaces it.
         let mut rebuilt = again.clone();
         rebuilt.provenance.fixture_key = Some("k2".into());
-        assert!(old.stale("k2").is_some());
+        assert!(old.stale(&Today::key("k2")).is_some());
         merge(
             &mut entries,
             vec![(key("runs"), Some(rebuilt.clone()))],
@@ -1035,16 +1229,16 @@ mod tests {
         let today = with(&format!(
             "onnxruntime (<cache>/venv/lib/python3.11/site-packages/onnxruntime/capi/libonnxruntime.so.{pinned})"
         ));
-        assert_eq!(today.stale("k"), None);
+        assert_eq!(today.stale(&Today::key("k")), None);
         let older = with(
             "onnxruntime (<cache>/venv/lib/python3.11/site-packages/onnxruntime/capi/libonnxruntime.so.1.20.0 with the QNNExecutionProvider plugin x)",
         );
         assert!(
             older
-                .stale("k")
+                .stale(&Today::key("k"))
                 .is_some_and(|why| why.contains("onnxruntime 1.20.0") && why.contains(&pinned)),
             "{:?}",
-            older.stale("k")
+            older.stale(&Today::key("k"))
         );
         // OpenVINO's provider build is its own package and pin.
         let openvino =
@@ -1053,48 +1247,55 @@ mod tests {
             with(&format!(
                 "onnxruntime (<cache>/venv-openvino/lib/libonnxruntime.so.{openvino})"
             ))
-            .stale("k"),
+            .stale(&Today::key("k")),
             None
         );
         assert!(
             with("libtorch 1.0.0+cpu (x)")
-                .stale("k")
+                .stale(&Today::key("k"))
                 .is_some_and(|why| why.contains("torch 1.0.0"))
         );
         assert!(
             with("onnxruntime-web 0.1.0 (ort.webgpu.min.mjs, webgpu) in Chromium")
-                .stale("k")
+                .stale(&Today::key("k"))
                 .is_some()
         );
         assert_eq!(
-            with("wgpu 30").stale("k"),
+            with("wgpu 30").stale(&Today::key("k")),
             None,
             "Cargo.lock pins wgpu 30.x"
         );
-        assert!(with("wgpu 29").stale("k").is_some());
+        assert!(with("wgpu 29").stale(&Today::key("k")).is_some());
         let openvino =
             pinned_version("openvino").expect("requirements-openvino-runtime.txt pins it");
-        assert_eq!(with(&format!("OpenVINO {openvino} (x)")).stale("k"), None);
-        assert!(with("OpenVINO 2025.0.0 (x)").stale("k").is_some());
+        assert_eq!(
+            with(&format!("OpenVINO {openvino} (x)")).stale(&Today::key("k")),
+            None
+        );
+        assert!(
+            with("OpenVINO 2025.0.0 (x)")
+                .stale(&Today::key("k"))
+                .is_some()
+        );
         // A version that cannot be read is stale, never fresh.
         assert!(
             with("onnxruntime-web ? (ort.webgpu.min.mjs, webgpu) in Chromium")
-                .stale("k")
+                .stale(&Today::key("k"))
                 .is_some_and(|why| why.contains("cannot be read"))
         );
         let mut unversioned = with("x");
         unversioned.provenance.library = None;
         assert!(
             unversioned
-                .stale("k")
+                .stale(&Today::key("k"))
                 .is_some_and(|why| why.contains("no engine"))
         );
         // The pipeline's entries are compared with the exporter's pins.
         let mut export = failure(None, EXPORT, "failed", "k");
         export.provenance.library = Some(exporter_libraries());
-        assert_eq!(export.stale("k"), None);
+        assert_eq!(export.stale(&Today::key("k")), None);
         export.provenance.library = Some("torch==1.0.0".into());
-        assert!(export.stale("k").is_some());
+        assert!(export.stale(&Today::key("k")).is_some());
     }
 
     #[test]
@@ -1140,7 +1341,7 @@ mod tests {
         };
         assert!(
             legacy
-                .stale("k")
+                .stale(&Today::key("k"))
                 .is_some_and(|why| why.contains("before evidence carried")),
             "an entry without provenance is always stale"
         );

@@ -129,7 +129,7 @@ impl LoadedModel {
 
     /// The key its fixture is cached and checked under.
     pub fn fixture_key(&self) -> String {
-        hwmatrix_cell::fixture_key::fixture_key(&self.digest(), !self.spec.components.is_empty())
+        crate::fixture_key::fixture_key(&self.digest(), !self.spec.components.is_empty())
     }
 
     /// Whether the model generates ([`ModelSpec::generates`]).
@@ -139,19 +139,19 @@ impl LoadedModel {
 
     /// The key of its generation fixture.
     pub fn generation_fixture_key(&self) -> String {
-        hwmatrix_cell::fixture_key::generation_fixture_key(&self.generation_digest())
+        crate::fixture_key::generation_fixture_key(&self.generation_digest())
     }
 
     /// The digest of the spec as the generation exporter receives it, which the
     /// generated `GENERATION` declaration carries.
     pub fn generation_digest(&self) -> String {
-        hwmatrix_cell::fixture_key::spec_digest(&self.generation_json())
+        crate::fixture_key::spec_digest(&self.generation_json())
     }
 
     /// Its digest, which generated code carries so the runtime can refuse a
     /// fixture built from another spec ([`hwmatrix_cell::fixture_key`]).
     pub fn digest(&self) -> String {
-        hwmatrix_cell::fixture_key::spec_digest(&self.exporter_json())
+        crate::fixture_key::spec_digest(&self.exporter_json())
     }
 }
 

@@ -1,38 +1,31 @@
-//! The key a fixture is cached under, and checked against before a cell uses
-//! it: sha256 over the spec (as the exporter receives it), the exporter, its
-//! pinned requirements and the seed. `gen fixtures` writes it into meta.json;
-//! the runtime recomputes it for the spec it was generated from, so a fixture
-//! built from an older spec or exporter is refused as stale.
+//! The key a fixture is built under: sha256 over the spec (as the exporter
+//! receives it), the exporter, its pinned requirements and the seed. It
+//! decides one thing, whether `gen fixtures` rebuilds a fixture; what a check
+//! read is its content (hwmatrix_cell::content), which a rebuild that
+//! changed no byte leaves as it was. So the exporter is compiled into gen
+//! only: editing it recompiles neither the runtime nor `generated/`.
 
 use sha2::{Digest, Sha256};
 
-/// The exporter and its requirements, compiled in: a test binary checks
-/// fixtures against the exporter of the checkout it was built from.
-pub const EXPORTER_SOURCE: &[u8] = include_bytes!("../../../generator/importer/exporter/export.py");
+/// The exporter and its requirements, compiled into gen.
+pub const EXPORTER_SOURCE: &[u8] = include_bytes!("../../importer/exporter/export.py");
 /// The rewrites the export recipe's last attempts apply (patches.py): part of the exporter.
-pub const PATCHES_SOURCE: &[u8] = include_bytes!("../../../generator/importer/exporter/patches.py");
-pub const EXPORTER_REQUIREMENTS: &[u8] =
-    include_bytes!("../../../generator/importer/exporter/requirements.txt");
+pub const PATCHES_SOURCE: &[u8] = include_bytes!("../../importer/exporter/patches.py");
+pub const EXPORTER_REQUIREMENTS: &[u8] = include_bytes!("../../importer/exporter/requirements.txt");
 /// The exporter of models checked as components: only their keys cover it,
 /// so editing it rebuilds their fixtures only.
-pub const COMPONENTS_SOURCE: &[u8] =
-    include_bytes!("../../../generator/importer/exporter/components.py");
+pub const COMPONENTS_SOURCE: &[u8] = include_bytes!("../../importer/exporter/components.py");
 
 /// The exporter of generation fixtures (a decoder with its cache, and
 /// generate()'s reference): only their keys cover it, and it covers no other
 /// fixture's, so editing it rebuilds generation fixtures only.
-pub const GENERATION_SOURCE: &[u8] =
-    include_bytes!("../../../generator/importer/exporter/generation.py");
+pub const GENERATION_SOURCE: &[u8] = include_bytes!("../../importer/exporter/generation.py");
 
 /// The script that makes NNCF's formats beside a fixture (OpenVINO IR, for OpenVINO's
 /// runtime) and its venv's pinned requirements: their key is in each fixture's `nncf.json`.
-pub const NNCF_SOURCE: &[u8] =
-    include_bytes!("../../../generator/importer/exporter/nncf_variants.py");
+pub const NNCF_SOURCE: &[u8] = include_bytes!("../../importer/exporter/nncf_variants.py");
 pub const NNCF_REQUIREMENTS: &[u8] =
-    include_bytes!("../../../generator/importer/exporter/requirements-openvino-runtime.txt");
-/// The file nncf_variants.py writes beside a fixture: how it made each format, from which export.
-pub const NNCF_RECORD: &str = "nncf.json";
-
+    include_bytes!("../../importer/exporter/requirements-openvino-runtime.txt");
 /// The seed every fixture is built with.
 pub const SEED: u64 = 0;
 
@@ -82,7 +75,7 @@ pub fn generation_fixture_key(spec_digest: &str) -> String {
 }
 
 /// The key of NNCF's formats of a fixture (`nncf.json`'s `key`): the script and its requirements.
-/// `gen fixtures` remakes formats made under another; a cell refuses them.
+/// `gen fixtures` remakes formats made under another.
 pub fn nncf_key() -> String {
     let mut hasher = Sha256::new();
     for part in [NNCF_SOURCE, NNCF_REQUIREMENTS] {

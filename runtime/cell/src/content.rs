@@ -1,0 +1,296 @@
+//! What a fixture holds, by content: `content.json` beside its meta.json,
+//! written by `gen fixtures`, gives the sha256 of each part a check reads (the
+//! graph, the TorchScript trace, each shape's inputs and references, each
+//! precision variant, the sampled layers). A check's record carries the
+//! digest of the parts it read ([`Content::check_digest`]), and the evidence
+//! store keeps it: an exporter edit that rebuilds a fixture without changing
+//! those bytes leaves every entry measured on it fresh ("early cutoff"), and
+//! one that changes one variant stales only that variant's entries.
+//!
+//! Nothing here depends on the exporter's text: the build key
+//! (hwmatrix_specs::fixture_key) decides only whether `gen fixtures` rebuilds.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::{CHECKS, EngineKind, GENERATES, Precision};
+
+/// The file `gen fixtures` writes beside a fixture's meta.json.
+pub const CONTENT_RECORD: &str = "content.json";
+
+/// The part of a generation fixture (`<fixtures>/generation/<model_type>`): all of it.
+pub const GENERATION_PART: &str = "generation";
+
+/// meta.json's fields that say how or when a fixture was built, not what its
+/// checks read: left out of its `meta` part, so a new build key or a library
+/// version recorded anew changes no digest.
+const BUILD_FIELDS: [&str; 3] = ["cache_key", "exporter", "versions"];
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Content {
+    /// sha256 of the spec the fixture was built from (the generated
+    /// declaration's `spec_digest`): a cell refuses a fixture of another spec.
+    pub spec_digest: String,
+    /// meta.json's `cache_key` and nncf.json's `key` when the digests were
+    /// taken: `gen fixtures` takes them again when either changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nncf_key: Option<String>,
+    /// sha256 of each part, by name (`graph`, `torchscript`, `meta`, `shape1`,
+    /// `shape2`, `linear`, a precision's name such as `int8` or `nncf_int4`,
+    /// `generation`). A part the fixture lacks is absent.
+    pub parts: BTreeMap<String, String>,
+}
+
+impl Content {
+    /// Takes the digests of the fixture in `dir` (`generation`: a generation fixture, one part).
+    pub fn take(
+        dir: &Path,
+        spec_digest: &str,
+        generation: bool,
+        cache_key: Option<String>,
+        nncf_key: Option<String>,
+    ) -> std::io::Result<Content> {
+        let mut parts = BTreeMap::new();
+        if generation {
+            let files = files_under(dir, dir, &|name| name != CONTENT_RECORD)?;
+            parts.insert(GENERATION_PART.to_string(), digest_files(dir, &files)?);
+        } else {
+            let top = top_files(dir)?;
+            let named = |prefix: &str| -> Vec<String> {
+                top.iter()
+                    .filter(|f| f.starts_with(prefix))
+                    .cloned()
+                    .collect()
+            };
+            let mut part = |name: &str, files: Vec<String>| -> std::io::Result<()> {
+                if !files.is_empty() {
+                    parts.insert(name.to_string(), digest_files(dir, &files)?);
+                }
+                Ok(())
+            };
+            // model.onnx and its external data (model.onnx.data), not model.int8.onnx.
+            part("graph", named("model.onnx"))?;
+            part("torchscript", named("model.pt"))?;
+            for precision in Precision::ALL {
+                part(
+                    precision.name(),
+                    named(&format!("model.{}.", precision.name())),
+                )?;
+            }
+            for (name, folders) in [
+                ("shape1", ["inputs", "outputs"].as_slice()),
+                ("shape2", &["inputs2", "outputs2"]),
+                ("linear", &["linear"]),
+            ] {
+                let mut files = Vec::new();
+                for folder in folders {
+                    files.extend(files_under(dir, &dir.join(folder), &|_| true)?);
+                }
+                part(name, files)?;
+            }
+            parts.insert("meta".into(), meta_digest(dir)?);
+        }
+        Ok(Content {
+            spec_digest: spec_digest.to_string(),
+            cache_key,
+            nncf_key,
+            parts,
+        })
+    }
+
+    /// The content record of the fixture in `dir`, if `gen fixtures` wrote one.
+    pub fn read(dir: &Path) -> Option<Content> {
+        let text = std::fs::read_to_string(dir.join(CONTENT_RECORD)).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        let mut text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        text.push('\n');
+        std::fs::write(dir.join(CONTENT_RECORD), text)
+    }
+
+    /// The digest of what `check` reads on `engine`: the parts
+    /// [`parts_read`] names, each with its digest or as absent.
+    pub fn check_digest(&self, check: &str, engine: EngineKind) -> String {
+        let mut hasher = Sha256::new();
+        for part in parts_read(check, engine) {
+            let digest = self.parts.get(part).map_or("-", String::as_str);
+            hasher.update(format!("{part}={digest}\n"));
+        }
+        hex(&hasher.finalize())[..16].to_string()
+    }
+}
+
+/// The parts a check reads: the graph its engine loads (libtorch's trace,
+/// every other engine's ONNX graph), meta.json's contract, and the inputs
+/// and references of its shape; a precision check its variant instead of the
+/// graph; wgpu's quantization checks the sampled layers; `generates` the
+/// generation fixture. A check not named here reads every part.
+pub fn parts_read(check: &str, engine: EngineKind) -> Vec<&'static str> {
+    let graph = if engine == EngineKind::Libtorch {
+        "torchscript"
+    } else {
+        "graph"
+    };
+    if check == GENERATES {
+        return vec![GENERATION_PART];
+    }
+    if engine == EngineKind::Wgpu {
+        return vec!["meta", "linear"];
+    }
+    if let Some(precision) = Precision::ALL.iter().find(|p| p.check_name() == check) {
+        return vec![precision.name(), "meta", "shape1"];
+    }
+    match check {
+        c if c == CHECKS[2] => vec![graph, "meta", "shape2"],
+        c if CHECKS.contains(&c) => vec![graph, "meta", "shape1"],
+        _ => {
+            let mut all = vec!["graph", "torchscript", "meta", "shape1", "shape2", "linear"];
+            all.extend(Precision::ALL.iter().map(|p| p.name()));
+            all
+        }
+    }
+}
+
+/// meta.json without its build fields, its keys in order.
+fn meta_digest(dir: &Path) -> std::io::Result<String> {
+    let text = std::fs::read_to_string(dir.join("meta.json"))?;
+    let mut meta: serde_json::Value = serde_json::from_str(&text).map_err(std::io::Error::other)?;
+    if let Some(fields) = meta.as_object_mut() {
+        for field in BUILD_FIELDS {
+            fields.remove(field);
+        }
+    }
+    // serde_json's map is ordered by key, so this text is canonical.
+    Ok(hex(&Sha256::digest(meta.to_string().as_bytes())))
+}
+
+/// The names of the files directly in `dir`, sorted.
+fn top_files(dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Every file under `folder` (none if it does not exist), relative to `root`, sorted.
+fn files_under(
+    root: &Path,
+    folder: &Path,
+    keep: &dyn Fn(&str) -> bool,
+) -> std::io::Result<Vec<String>> {
+    let mut files = Vec::new();
+    let mut pending = vec![folder.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let entry = entry?;
+            let path = entry.path();
+            if entry.file_type()?.is_dir() {
+                pending.push(path);
+            } else if let Ok(relative) = path.strip_prefix(root) {
+                let relative = relative.to_string_lossy().replace('\\', "/");
+                if keep(&relative) {
+                    files.push(relative);
+                }
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// sha256 over each file's relative name, length and bytes, in the order given.
+fn digest_files(root: &Path, files: &[String]) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    for file in files {
+        let mut reader = std::fs::File::open(root.join(file))?;
+        let len = reader.metadata()?.len();
+        hasher.update(format!("{file}\n{len}\n"));
+        loop {
+            let n = reader.read(&mut buffer)?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buffer[..n]);
+        }
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(dir: &Path, graph: &str, int8: &str) {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir.join("inputs")).unwrap();
+        std::fs::create_dir_all(dir.join("inputs2")).unwrap();
+        std::fs::write(dir.join("model.onnx"), graph).unwrap();
+        std::fs::write(dir.join("model.int8.onnx"), int8).unwrap();
+        std::fs::write(dir.join("inputs/x.npy"), "x").unwrap();
+        std::fs::write(dir.join("inputs2/x.npy"), "x2").unwrap();
+        std::fs::write(dir.join("meta.json"), r#"{"cache_key":"k0","shapes":[]}"#).unwrap();
+    }
+
+    /// A rebuild with another key and the same bytes keeps every digest; a
+    /// changed variant changes its own check's digest only.
+    #[test]
+    fn digests_follow_the_bytes_a_check_reads() {
+        let dir = std::env::temp_dir().join(format!("hwmatrix-content-{}", std::process::id()));
+        fixture(&dir, "graph", "int8");
+        std::fs::write(dir.join("meta.json"), r#"{"cache_key":"k1","shapes":[]}"#).unwrap();
+        let first = Content::take(&dir, "s", false, Some("k1".into()), None).unwrap();
+        std::fs::write(dir.join("meta.json"), r#"{"cache_key":"k2","shapes":[]}"#).unwrap();
+        let rebuilt = Content::take(&dir, "s", false, Some("k2".into()), None).unwrap();
+        let onnx = EngineKind::Onnxruntime;
+        for check in ["runs", "dynamic_shapes", "int8_matches_reference"] {
+            assert_eq!(
+                first.check_digest(check, onnx),
+                rebuilt.check_digest(check, onnx),
+                "{check}: a new build key alone changes no digest"
+            );
+        }
+        fixture(&dir, "graph", "another int8");
+        let changed = Content::take(&dir, "s", false, Some("k3".into()), None).unwrap();
+        assert_eq!(
+            first.check_digest("runs", onnx),
+            changed.check_digest("runs", onnx)
+        );
+        assert_ne!(
+            first.check_digest("int8_matches_reference", onnx),
+            changed.check_digest("int8_matches_reference", onnx),
+            "the int8 variant changed"
+        );
+        assert_ne!(
+            first.check_digest("runs", onnx),
+            first.check_digest("dynamic_shapes", onnx),
+            "another shape's inputs"
+        );
+        assert_ne!(
+            first.check_digest("runs", onnx),
+            first.check_digest("runs", EngineKind::Libtorch),
+            "libtorch reads the trace, which this fixture lacks"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
