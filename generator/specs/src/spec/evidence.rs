@@ -179,11 +179,20 @@ impl TodaysFixtures {
         let generation = Content::read(
             &hwmatrix_cell::paths::generation_fixtures(root).join(&model.spec.model_type),
         );
+        // A fixture here built by another exporter is not today's: what today's
+        // would hold is unknown until `gen fixtures` rebuilds it, and the key decides.
+        fn built_today(key: &str) -> impl Fn(&Content) -> bool + '_ {
+            move |c| c.cache_key.as_deref().is_some_and(|k| k.ends_with(key))
+        }
+        let (fixture_key, generation_key) = (model.fixture_key(), model.generation_fixture_key());
         TodaysFixtures {
-            fixture_key: model.fixture_key(),
-            generation_key: model.generation_fixture_key(),
-            content,
-            generation,
+            content: content
+                .into_iter()
+                .filter(built_today(&fixture_key))
+                .collect(),
+            generation: generation.filter(built_today(&generation_key)),
+            fixture_key,
+            generation_key,
         }
     }
 
