@@ -143,16 +143,26 @@ fn measure_platforms(
         features: args.features.clone(),
         nncf_python: Some(nncf_python.as_path()).filter(|p| p.exists()),
     };
+    // `--category` selects its models (with any `--model` given beside it);
+    // neither selects every model.
+    let mut models = cx.select.model.clone();
+    models.extend(
+        specs
+            .models
+            .iter()
+            .filter(|m| cx.select.category.contains(&m.spec.category))
+            .map(|m| m.spec.model_type.clone()),
+    );
+    if models.is_empty() && !cx.select.category.is_empty() {
+        return Err(format!(
+            "error: no model of the categories {} to measure\n  help: `gen list` names each category's models",
+            cx.select.category.join(", ")
+        ));
+    }
     let mut code = 0;
     for platform in &cx.select.platform {
         code = code.max(measure::run(
-            &cx.root,
-            &specs,
-            *platform,
-            &cx.select.model,
-            &options,
-            out,
-            err,
+            &cx.root, &specs, *platform, &models, &options, out, err,
         )?);
     }
     Ok(code)
