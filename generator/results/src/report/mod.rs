@@ -694,7 +694,32 @@ fn cell_status(
     {
         status = Status::Incomplete;
     }
+    // Of a model checked as components, a check passes only when each planned
+    // component's record did: one without a record is missing, never passed.
+    let planned: Vec<&str> = model_plan
+        .model
+        .spec
+        .components
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    if status == Status::Passed
+        && records
+            .iter()
+            .any(|e| lacks_a_component(&planned, &e.components))
+    {
+        status = Status::Incomplete;
+    }
     status
+}
+
+/// Whether a check's records of a model checked as components (`recorded`:
+/// each component's, empty for a whole model's record) miss a planned one.
+fn lacks_a_component(planned: &[&str], recorded: &[(String, Outcome)]) -> bool {
+    !recorded.is_empty()
+        && planned
+            .iter()
+            .any(|c| !recorded.iter().any(|(name, _)| name == c))
 }
 
 /// Where the cell's status contradicts architectures.yaml's expectation; never for a
@@ -1311,6 +1336,23 @@ pub fn verify(report: &serde_json::Value, db: &Database) -> Result<(usize, Vec<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A planned component without a record is missing: its check never
+    /// passes on the others' word.
+    #[test]
+    fn a_planned_component_without_a_record_is_missing() {
+        let planned = ["vision", "language"];
+        let passed = |name: &str| (name.to_string(), Outcome::Passed);
+        assert!(lacks_a_component(&planned, &[passed("vision")]));
+        assert!(!lacks_a_component(
+            &planned,
+            &[passed("vision"), passed("language")]
+        ));
+        assert!(
+            !lacks_a_component(&planned, &[]),
+            "a whole model's record has no components to miss"
+        );
+    }
 
     #[test]
     fn a_not_tested_record_makes_a_not_tested_cell_counted_apart_from_known_issues() {
