@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -57,6 +58,16 @@ def compressed_weights(model) -> dict:
     return {"int4": int4, "int8": int8, "int4_group_sizes": sorted(groups)}
 
 
+def stable_names(model) -> None:
+    """Names each node OpenVINO named itself (`Convert_6175`: its type and a counter of
+    every node this process made) by its place in this model instead, so the same
+    fixture makes the same IR in whichever process and order `gen fixtures` runs it:
+    the IR's bytes are what its checks' evidence is of (content.json)."""
+    for index, op in enumerate(model.get_ordered_ops()):
+        if re.fullmatch(re.escape(op.get_type_name()) + r"_\d+", op.get_friendly_name()):
+            op.set_friendly_name(f"{op.get_type_name()}_{index}")
+
+
 def compress(nncf, model, onnx_path: Path, name: str, settings: dict) -> dict:
     """One format of `model` (read from `onnx_path`; compressed in place: pass a copy)."""
     import openvino as ov
@@ -77,6 +88,7 @@ def compress(nncf, model, onnx_path: Path, name: str, settings: dict) -> dict:
         # Nothing in the format's width: the check would check nothing of it.
         return {"error": f"NNCF compressed no weight to {name[5:]} ({counts})", "method": method}
     xml = onnx_path.parent / f"model.{name}.xml"
+    stable_names(compressed)
     # The rest of the graph stays float32 (optimum-intel saves a weight-compressed model so).
     ov.save_model(compressed, str(xml), compress_to_fp16=False)
     return {

@@ -76,6 +76,11 @@ impl Worker {
             .arg("--serve")
             // The worker dies with gen (PR_SET_PDEATHSIG); this lets it notice a gen already gone.
             .env("HWMATRIX_PARENT_PID", std::process::id().to_string())
+            // One string hash in every worker: a model that iterates a set of
+            // names (neomme's rotary embeddings per layer type) otherwise
+            // builds its graph in another order each export, and a fixture's
+            // bytes are what its evidence is of (content.json).
+            .env("PYTHONHASHSEED", "0")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr)
