@@ -171,9 +171,13 @@ fn record_content(plan: &Plan, root: &Path, log: &mut dyn Write) -> Result<usize
         for dir in crate::nncf::exported_fixtures(root, [name]) {
             dirs.push((dir, digest.clone(), key.clone(), false));
         }
-        // A libtorch-only fixture (its ONNX export failed) has no model.onnx.
+        // A libtorch-only fixture (its ONNX export failed) has no model.onnx;
+        // nor has the folder of a model checked as components, which is none.
         let whole = root.join(name);
-        if whole.join("meta.json").is_file() && !whole.join("model.onnx").is_file() {
+        if model.spec.components.is_empty()
+            && whole.join("meta.json").is_file()
+            && !whole.join("model.onnx").is_file()
+        {
             dirs.push((whole, digest.clone(), key.clone(), false));
         }
         let generation = hwmatrix_cell::paths::generation_fixtures(root).join(name);

@@ -141,8 +141,9 @@ impl OnnxSession {
         let mut device = None;
         if let Some(plugin) = plugin(provider)? {
             library = format!(
-                "{library} with the {} plugin {}",
+                "{library} with the {} plugin {} ({})",
                 provider.ort_name(),
+                plugin_wheel(plugin),
                 plugin.display()
             );
             device = Some(plugin_devices(provider)?.join("; "));
@@ -330,6 +331,31 @@ fn turn(provider: ExecutionProvider) -> Option<std::sync::MutexGuard<'static, ()
 
 /// The plugin library a provider registers from, registered into the process's
 /// environment once (a failed registration is every later session's error too).
+/// The wheel a plugin library came with, as `<package> <version>`
+/// (`onnxruntime-qnn 2.7.0`, read from its `.dist-info` beside the package
+/// folder), or `unknown version` where none is there: what its evidence's
+/// staleness compares with the pin (requirements-plugins.txt).
+fn plugin_wheel(plugin: &Path) -> String {
+    let wheel = (|| {
+        let package = plugin.parent()?;
+        let name = package.file_name()?.to_str()?;
+        let prefix = format!("{name}-");
+        let version = std::fs::read_dir(package.parent()?)
+            .ok()?
+            .flatten()
+            .find_map(|entry| {
+                let file = entry.file_name().to_string_lossy().into_owned();
+                Some(
+                    file.strip_prefix(&prefix)?
+                        .strip_suffix(".dist-info")?
+                        .to_string(),
+                )
+            })?;
+        Some(format!("{} {version}", name.replace('_', "-")))
+    })();
+    wheel.unwrap_or_else(|| "of unknown version".into())
+}
+
 fn plugin(provider: ExecutionProvider) -> Result<Option<&'static Path>, CheckError> {
     static REGISTERED: Mutex<Vec<(ExecutionProvider, Result<&'static Path, CheckError>)>> =
         Mutex::new(Vec::new());

@@ -274,6 +274,15 @@ impl Entry {
                 }
             }
         }
+        // A check the exporter stopped (no such variant, no trace) never reached
+        // an engine: what it read, meta.json's error included, is all its
+        // verdict depends on, and its content was compared above.
+        if self.provenance.library.is_none()
+            && self.provenance.content.is_some()
+            && (self.stage == Some(Stage::Export) || self.outcome == EntryOutcome::DoesNotApply)
+        {
+            return None;
+        }
         // A version that cannot be read is stale, never fresh: nothing would
         // tell an engine change from it.
         let Some(library) = self.provenance.library.as_deref() else {
@@ -297,7 +306,32 @@ impl Entry {
         };
         // A version recorded shorter than the pin (`wgpu 30`) is its prefix.
         let same = then == now || now.starts_with(&format!("{then}."));
-        (!same).then(|| format!("measured with {package} {then}, this checkout pins {now}"))
+        if !same {
+            return Some(format!(
+                "measured with {package} {then}, this checkout pins {now}"
+            ));
+        }
+        // A provider plugin (QNN's, native WebGPU's) is an engine of its own.
+        let (_, plugin) = library.split_once(" plugin ")?;
+        let Some((package, then)) = plugin
+            .split_once(" (")
+            .and_then(|(wheel, _)| wheel.split_once(' '))
+            .filter(|(package, _)| !package.starts_with(['<', '/']))
+        else {
+            return Some(
+                "its provider plugin's version cannot be read (recorded before entries named it)"
+                    .into(),
+            );
+        };
+        match pinned_version(package) {
+            Some(now) if now == then => None,
+            Some(now) => Some(format!(
+                "measured with {package} {then}, this checkout pins {now}"
+            )),
+            None => Some(format!(
+                "this checkout pins no {package} to compare {then} with"
+            )),
+        }
     }
 
     /// The entry as a planned status's reason, in one stable line that
@@ -853,8 +887,9 @@ fn library_version(library: &str) -> Option<(&'static str, String)> {
 /// requirements (onnxruntime, torch, onnxruntime-openvino) or the browser
 /// harness's npm packages (onnxruntime-web).
 fn pinned_version(package: &str) -> Option<String> {
-    const REQUIREMENTS: [&str; 3] = [
+    const REQUIREMENTS: [&str; 4] = [
         include_str!("../../../importer/exporter/requirements.txt"),
+        include_str!("../../../importer/exporter/requirements-plugins.txt"),
         include_str!("../../../importer/exporter/requirements-openvino.txt"),
         include_str!("../../../importer/exporter/requirements-openvino-runtime.txt"),
     ];
@@ -1085,6 +1120,15 @@ mod tests {
             .stale(&today("k2", &[]))
             .expect("not built here: the key decides");
         assert!(why.contains("not built here"), "{why}");
+        // Stopped by the exporter (no variant), it opened no engine: its content decides alone.
+        let mut no_variant = entry.clone();
+        no_variant.provenance.library = None;
+        assert!(
+            no_variant.stale(&today("k1", &["c1"])).is_some(),
+            "no engine version"
+        );
+        no_variant.stage = Some(Stage::Export);
+        assert_eq!(no_variant.stale(&today("k2", &["c1"])), None);
 
         let key = EntryKey {
             platform: Some(Platform::Cpu),
@@ -1285,6 +1329,27 @@ mod tests {
             with("OpenVINO 2025.0.0 (x)")
                 .stale(&Today::key("k"))
                 .is_some()
+        );
+        // A provider plugin's wheel is compared with its pin too; one recorded
+        // by its path alone cannot be read.
+        let ort = pinned_version("onnxruntime").expect("requirements.txt pins it");
+        let qnn = pinned_version("onnxruntime-qnn").expect("requirements-plugins.txt pins it");
+        let plugin = |wheel: &str| {
+            with(&format!(
+                "onnxruntime (<cache>/libonnxruntime.so.{ort} with the QNNExecutionProvider plugin {wheel})"
+            ))
+            .stale(&Today::key("k"))
+        };
+        assert_eq!(
+            plugin(&format!("onnxruntime-qnn {qnn} (<cache>/x.so)")),
+            None
+        );
+        assert!(
+            plugin("onnxruntime-qnn 0.1.0 (<cache>/x.so)").is_some_and(|why| why.contains("0.1.0"))
+        );
+        assert!(
+            plugin("<cache>/x.so").is_some_and(|why| why.contains("cannot be read")),
+            "recorded before entries named the plugin's version"
         );
         // A version that cannot be read is stale, never fresh.
         assert!(
