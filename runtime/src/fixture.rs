@@ -194,6 +194,18 @@ impl Fixture {
             model.model_type
         );
         match &self.content {
+            // Taken of another build (one `gen import` exported since): the
+            // digests are not of these bytes.
+            Some(content) if content.cache_key != self.meta.cache_key => Err(CheckError::new(
+                ErrorKind::FixtureStale,
+                format!(
+                    "the fixture {}'s {CONTENT_RECORD} was taken of another build of it (key {}, meta.json's is {}): run `cargo run -p generator --bin gen -- fixtures --model {}`, which takes it again",
+                    self.dir.display(),
+                    short(content.cache_key.as_deref().unwrap_or("none")),
+                    short(self.meta.cache_key.as_deref().unwrap_or("none")),
+                    model.model_type
+                ),
+            )),
             Some(content) if content.spec_digest == model.spec_digest => Ok(()),
             Some(content) => Err(CheckError::new(
                 ErrorKind::FixtureStale,
@@ -221,7 +233,12 @@ impl Fixture {
             dir: self.dir.display().to_string(),
             source: self.meta.source.clone(),
             cache_key: self.meta.cache_key.clone(),
-            content: self.content.as_ref().map(|c| c.check_digest(check, engine)),
+            // Only digests taken of this build say what the check read.
+            content: self
+                .content
+                .as_ref()
+                .filter(|c| c.cache_key == self.meta.cache_key)
+                .map(|c| c.check_digest(check, engine)),
         }
     }
 

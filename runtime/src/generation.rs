@@ -138,6 +138,7 @@ impl GenerationFixture {
             content: self
                 .content
                 .as_ref()
+                .filter(|c| c.cache_key == self.meta.cache_key)
                 .map(|c| c.check_digest(crate::GENERATES, crate::EngineKind::Onnxruntime)),
         }
     }
@@ -156,6 +157,15 @@ impl GenerationFixture {
                 model.model_type
             );
             match &fixture.content {
+                Some(content) if content.cache_key != fixture.meta.cache_key => {
+                    return Err(CheckError::new(
+                        ErrorKind::FixtureStale,
+                        format!(
+                            "the generation fixture {}'s {CONTENT_RECORD} was taken of another build of it: {rebuild} (`gen fixtures` takes it again)",
+                            fixture.dir.display()
+                        ),
+                    ));
+                }
                 Some(content) if content.spec_digest == decl.spec_digest => {}
                 Some(content) => {
                     return Err(CheckError::new(

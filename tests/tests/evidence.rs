@@ -625,15 +625,20 @@ fn built_from_an_older_spec(dir: &Path) {
 }
 
 /// A generation fixture built from another spec is stale, and says how to
-/// rebuild it; one without content.json too. Another build key alone is
-/// not: what the loop reads did not change.
+/// rebuild it; so is one whose content.json was taken of another build, and
+/// one without content.json.
 fn a_stale_generation_fixture_says_how_to_rebuild_it(
     folders: &Folders,
     generation: &Generation,
     mut meta: Value,
 ) {
+    let original = meta.to_string();
     meta["cache_key"] = Value::from("0000-another-build");
     std::fs::write(generation.meta_path(), meta.to_string()).unwrap();
+    let (message, record) = failing(runtime::checks::generates, LLAMA, &folders.results);
+    assert_eq!(record["error_kind"], "fixture-stale");
+    assert!(message.contains("taken of another build"), "{message}");
+    std::fs::write(generation.meta_path(), original).unwrap();
     let generation_dir = generation.meta_path().parent().unwrap().to_path_buf();
     built_from_an_older_spec(&generation_dir);
     let (message, record) = failing(runtime::checks::generates, LLAMA, &folders.results);
@@ -649,9 +654,19 @@ fn a_stale_generation_fixture_says_how_to_rebuild_it(
     assert!(message.contains("has no content.json"), "{message}");
 }
 
-/// A fixture built from another spec is stale, and says how to rebuild it.
+/// A fixture built from another spec is stale, and says how to rebuild it;
+/// so is one whose content.json was taken of another build of it.
 fn a_stale_fixture_says_how_to_rebuild_it(folders: &Folders) {
     set("HWMATRIX_FIXTURES", &folders.constant);
+    let meta_path = folders.constant.join("bert/meta.json");
+    let original = std::fs::read_to_string(&meta_path).unwrap();
+    let mut meta: Value = serde_json::from_str(&original).unwrap();
+    meta["cache_key"] = Value::from("0000-another-build");
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    let (message, record) = failing(runtime::checks::runs, BERT, &folders.results);
+    assert_eq!(record["error_kind"], "fixture-stale");
+    assert!(message.contains("taken of another build"), "{message}");
+    std::fs::write(&meta_path, original).unwrap();
     built_from_an_older_spec(&folders.constant.join("bert"));
     let (message, record) = failing(runtime::checks::runs, BERT, &folders.results);
     assert_eq!(record["error_kind"], "fixture-stale");
