@@ -181,65 +181,29 @@ impl Fixture {
     }
 
     /// A fixture our exporter built (source `tiny-random`) must have been
-    /// built from the spec it is used for, which its `content.json` says; one
-    /// built from an older spec, or one `gen fixtures` has not recorded,
-    /// fails with the command that fixes it, never silently. Which exporter
-    /// built it is not asked: the record says what the check read.
+    /// built from the spec it is used for ([`built_from`]).
     pub fn check_fresh(&self, model: &ModelDecl) -> Result<(), CheckError> {
-        if self.meta.source != "tiny-random" {
-            return Ok(());
-        }
-        let rebuild = format!(
-            "rebuild it with `cargo run -p generator --bin gen -- fixtures --model {}`",
-            model.model_type
-        );
-        match &self.content {
-            // Taken of another build (one `gen import` exported since): the
-            // digests are not of these bytes.
-            Some(content) if content.cache_key != self.meta.cache_key => Err(CheckError::new(
-                ErrorKind::FixtureStale,
-                format!(
-                    "the fixture {}'s {CONTENT_RECORD} was taken of another build of it (key {}, meta.json's is {}): run `cargo run -p generator --bin gen -- fixtures --model {}`, which takes it again",
-                    self.dir.display(),
-                    short(content.cache_key.as_deref().unwrap_or("none")),
-                    short(self.meta.cache_key.as_deref().unwrap_or("none")),
-                    model.model_type
-                ),
-            )),
-            Some(content) if content.spec_digest == model.spec_digest => Ok(()),
-            Some(content) => Err(CheckError::new(
-                ErrorKind::FixtureStale,
-                format!(
-                    "the fixture {} is stale: it was built from a spec with digest {}, but {} gives {}; {rebuild}",
-                    self.dir.display(),
-                    short(&content.spec_digest),
-                    model.spec_path,
-                    short(model.spec_digest),
-                ),
-            )),
-            None => Err(CheckError::new(
-                ErrorKind::FixtureStale,
-                format!(
-                    "the fixture {} has no {CONTENT_RECORD} (what it holds, which records carry): {rebuild}",
-                    self.dir.display()
-                ),
-            )),
-        }
+        built_from(
+            "fixture",
+            &self.dir,
+            &self.meta.source,
+            self.meta.cache_key.as_deref(),
+            self.content.as_ref(),
+            model,
+            model.spec_digest,
+        )
     }
 
     /// What a record says of the fixture `check` read on `engine`.
     pub fn record(&self, check: &str, engine: crate::EngineKind) -> crate::record::FixtureRecord {
-        crate::record::FixtureRecord {
-            dir: self.dir.display().to_string(),
-            source: self.meta.source.clone(),
-            cache_key: self.meta.cache_key.clone(),
-            // Only digests taken of this build say what the check read.
-            content: self
-                .content
-                .as_ref()
-                .filter(|c| c.cache_key == self.meta.cache_key)
-                .map(|c| c.check_digest(check, engine)),
-        }
+        fixture_record(
+            &self.dir,
+            &self.meta.source,
+            self.meta.cache_key.as_deref(),
+            self.content.as_ref(),
+            check,
+            engine,
+        )
     }
 
     pub fn open_in(root: &Path, model_type: &str) -> Result<Fixture, CheckError> {
@@ -527,6 +491,74 @@ impl Fixture {
 /// A digest as messages show it.
 fn short(digest: &str) -> &str {
     &digest[..digest.len().min(12)]
+}
+
+/// Whether a fixture our exporter built (`source` tiny-random) in `dir` was
+/// built from `spec_digest`, as its content.json (`content`) says, and
+/// whether that record was taken of this build (meta.json's `cache_key`):
+/// else it fails with the command that fixes it, never silently. Which
+/// exporter built it is not asked: the record says what the check read.
+/// `what` names it (`fixture`, `generation fixture`).
+pub(crate) fn built_from(
+    what: &str,
+    dir: &Path,
+    source: &str,
+    cache_key: Option<&str>,
+    content: Option<&Content>,
+    model: &ModelDecl,
+    spec_digest: &str,
+) -> Result<(), CheckError> {
+    if source != "tiny-random" {
+        return Ok(());
+    }
+    let gen_fixtures = format!(
+        "`cargo run -p generator --bin gen -- fixtures --model {}`",
+        model.model_type
+    );
+    let stale = |message: String| Err(CheckError::new(ErrorKind::FixtureStale, message));
+    match content {
+        // Taken of another build (one `gen import` exported since): the
+        // digests are not of these bytes.
+        Some(content) if content.cache_key.as_deref() != cache_key => stale(format!(
+            "the {what} {}'s {CONTENT_RECORD} was taken of another build of it (key {}, meta.json's is {}): run {gen_fixtures}, which takes it again",
+            dir.display(),
+            short(content.cache_key.as_deref().unwrap_or("none")),
+            short(cache_key.unwrap_or("none")),
+        )),
+        Some(content) if content.spec_digest == spec_digest => Ok(()),
+        Some(content) => stale(format!(
+            "the {what} {} is stale: it was built from a spec with digest {}, but {} gives {}; rebuild it with {gen_fixtures}",
+            dir.display(),
+            short(&content.spec_digest),
+            model.spec_path,
+            short(spec_digest),
+        )),
+        None => stale(format!(
+            "the {what} {} has no {CONTENT_RECORD} (what it holds, which records carry): rebuild it with {gen_fixtures}",
+            dir.display()
+        )),
+    }
+}
+
+/// What a record says of a fixture a check read: its folder, source, build,
+/// and the digest of the parts it read where content.json was taken of this
+/// build (only such digests say what the check read).
+pub(crate) fn fixture_record(
+    dir: &Path,
+    source: &str,
+    cache_key: Option<&str>,
+    content: Option<&Content>,
+    check: &str,
+    engine: crate::EngineKind,
+) -> crate::record::FixtureRecord {
+    crate::record::FixtureRecord {
+        dir: dir.display().to_string(),
+        source: source.to_string(),
+        cache_key: cache_key.map(str::to_string),
+        content: content
+            .filter(|c| c.cache_key.as_deref() == cache_key)
+            .map(|c| c.check_digest(check, engine)),
+    }
 }
 
 /// `<dir>/<folder>/<name>.npy`, refused unless its shape is the one meta.json gives.

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::compare;
-use crate::content::{CONTENT_RECORD, Content};
+use crate::content::Content;
 use crate::engine::onnx::StaticInputs;
 use crate::error::{CheckError, ErrorKind};
 use crate::fixture::TensorMeta;
@@ -128,19 +128,17 @@ pub enum EmptyCache {
 }
 
 impl GenerationFixture {
-    /// What a record says of the fixture the loop read.
+    /// What a record says of the fixture the loop read (every engine's loop
+    /// reads the whole generation fixture).
     pub fn record(&self) -> crate::record::FixtureRecord {
-        crate::record::FixtureRecord {
-            dir: self.dir.display().to_string(),
-            source: self.meta.source.clone(),
-            cache_key: self.meta.cache_key.clone(),
-            // Every engine's loop reads the whole generation fixture.
-            content: self
-                .content
-                .as_ref()
-                .filter(|c| c.cache_key == self.meta.cache_key)
-                .map(|c| c.check_digest(crate::GENERATES, crate::EngineKind::Onnxruntime)),
-        }
+        crate::fixture::fixture_record(
+            &self.dir,
+            &self.meta.source,
+            self.meta.cache_key.as_deref(),
+            self.content.as_ref(),
+            crate::GENERATES,
+            crate::EngineKind::Onnxruntime,
+        )
     }
 
     /// The generation fixture of a model (`<fixtures>/generation/<model_type>`),
@@ -149,47 +147,15 @@ impl GenerationFixture {
     pub fn open(model: &ModelDecl, decl: &GenerationDecl) -> Result<GenerationFixture, CheckError> {
         let root = paths::generation_fixtures(&paths::fixtures_dir());
         let fixture = GenerationFixture::open_dir(&root, model.model_type)?;
-        // Built from this spec, as its content.json says; which exporter built
-        // it is gen fixtures' question, and the record says what the loop read.
-        if fixture.meta.source == "tiny-random" {
-            let rebuild = format!(
-                "rebuild it with `cargo run -p generator --bin gen -- fixtures --model {}`",
-                model.model_type
-            );
-            match &fixture.content {
-                Some(content) if content.cache_key != fixture.meta.cache_key => {
-                    return Err(CheckError::new(
-                        ErrorKind::FixtureStale,
-                        format!(
-                            "the generation fixture {}'s {CONTENT_RECORD} was taken of another build of it: {rebuild} (`gen fixtures` takes it again)",
-                            fixture.dir.display()
-                        ),
-                    ));
-                }
-                Some(content) if content.spec_digest == decl.spec_digest => {}
-                Some(content) => {
-                    return Err(CheckError::new(
-                        ErrorKind::FixtureStale,
-                        format!(
-                            "the generation fixture {} is stale: it was built from a spec with digest {}, but {} gives {}; {rebuild}",
-                            fixture.dir.display(),
-                            &content.spec_digest[..content.spec_digest.len().min(12)],
-                            model.spec_path,
-                            &decl.spec_digest[..decl.spec_digest.len().min(12)],
-                        ),
-                    ));
-                }
-                None => {
-                    return Err(CheckError::new(
-                        ErrorKind::FixtureStale,
-                        format!(
-                            "the generation fixture {} has no {CONTENT_RECORD} (what it holds, which records carry): {rebuild}",
-                            fixture.dir.display()
-                        ),
-                    ));
-                }
-            }
-        }
+        crate::fixture::built_from(
+            "generation fixture",
+            &fixture.dir,
+            &fixture.meta.source,
+            fixture.meta.cache_key.as_deref(),
+            fixture.content.as_ref(),
+            model,
+            decl.spec_digest,
+        )?;
         let differences = fixture.cache_differences(decl.cache);
         if !differences.is_empty() {
             return Err(CheckError::new(

@@ -41,18 +41,9 @@ impl Keys {
     /// The digests today's fixtures give for the record's check (none where
     /// they are not built here).
     fn content(&self, e: &Evidence) -> Vec<String> {
-        let Some(today) = &self.today else {
-            return Vec::new();
-        };
-        let fixtures = if e.check == hwmatrix_cell::GENERATES {
-            today.generation.iter().collect::<Vec<_>>()
-        } else {
-            today.content.iter().collect()
-        };
-        fixtures
-            .into_iter()
-            .map(|c| c.check_digest(&e.check, e.body.engine_kind))
-            .collect()
+        self.today
+            .as_ref()
+            .map_or_else(Vec::new, |t| t.digests(&e.check, e.body.engine_kind))
     }
 
     fn of(&self, check: &str) -> Option<&str> {

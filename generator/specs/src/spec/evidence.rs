@@ -196,29 +196,39 @@ impl TodaysFixtures {
         }
     }
 
-    /// What today gives for the entry's check: a generation check reads the
-    /// generation fixture, every other the model's (its engine's graph).
+    /// The digests today's fixtures give for `check` on `engine`: a
+    /// generation check reads the generation fixture, every other the
+    /// model's (one per component of a model checked as components).
+    pub fn digests(&self, check: &str, engine: EngineKind) -> Vec<String> {
+        let fixtures: Vec<&hwmatrix_cell::content::Content> = if check == hwmatrix_cell::GENERATES {
+            self.generation.iter().collect()
+        } else {
+            self.content.iter().collect()
+        };
+        fixtures
+            .into_iter()
+            .map(|c| c.check_digest(check, engine))
+            .collect()
+    }
+
+    /// What today gives for the entry's check. The pipeline's entries (an
+    /// export) read no fixture: their key decides.
     pub fn today(&self, entry: &Entry) -> Today<'_> {
-        let engine = entry.engine.unwrap_or(EngineKind::Onnxruntime);
-        if entry.check == hwmatrix_cell::GENERATES || entry.check == GENERATION_EXPORT {
-            return Today {
-                fixture_key: &self.generation_key,
-                content: self
-                    .generation
-                    .iter()
-                    .filter(|_| entry.check == hwmatrix_cell::GENERATES)
-                    .map(|c| c.check_digest(&entry.check, engine))
-                    .collect(),
-            };
-        }
+        let generation =
+            entry.check == hwmatrix_cell::GENERATES || entry.check == GENERATION_EXPORT;
         Today {
-            fixture_key: &self.fixture_key,
-            content: self
-                .content
-                .iter()
-                .filter(|_| entry.platform.is_some())
-                .map(|c| c.check_digest(&entry.check, engine))
-                .collect(),
+            fixture_key: if generation {
+                &self.generation_key
+            } else {
+                &self.fixture_key
+            },
+            content: match entry.platform {
+                Some(_) => self.digests(
+                    &entry.check,
+                    entry.engine.unwrap_or(EngineKind::Onnxruntime),
+                ),
+                None => Vec::new(),
+            },
         }
     }
 }
