@@ -18,7 +18,7 @@ the image features already merged, its `position_ids` the model's own multimodal
   sampled linear layers), built by the same steps as a whole model's (export.py), and
   `<out_dir>/meta.json` naming the components.
 
-The fixture key of a model with components covers this file too (runtime/cell's
+The fixture key of a model with components covers this file too (hwmatrix_specs'
 `fixture_key`), so editing it rebuilds those fixtures only.
 """
 

@@ -780,7 +780,12 @@ def export_torchscript(wrapper, example, path: Path, attempt: "Attempt | None") 
     try:
         with torch.no_grad(), warnings.catch_warnings(), attempt_context(attempt, wrapper):
             warnings.simplefilter("ignore")  # TracerWarnings: the second-shape check measures what they warn of
-            traced = torch.jit.trace(wrapper, example, check_trace=False, strict=False)
+            # A compilation unit of its own: in the process-wide one, the classes a trace makes are
+            # named by how many traces the worker made before (`___torch_mangle_N`), so the same
+            # fixture's bytes would depend on the order `gen fixtures` built it in.
+            traced = torch.jit.trace(
+                wrapper, example, check_trace=False, strict=False, _compilation_unit=torch._C.CompilationUnit()
+            )
             traced.save(str(path))
         return {"file": path.name, "method": "torch.jit.trace", "torch": torch.__version__}
     except Exception as error:  # noqa: BLE001 - the error is the record

@@ -33,7 +33,7 @@ exercised; 8 new tokens, sampled with a seed (tiny random models repeat a token 
 decoding). A check teacher-forces these tokens: step i feeds what generate() fed, with the cache
 the engine itself returned before.
 
-Its own file with its own cache key (runtime/cell's fixture_key covers it), so changing it
+Its own file with its own cache key (hwmatrix_specs' fixture_key covers it), so changing it
 rebuilds generation fixtures only, not the 489 float32 fixtures.
 """
 

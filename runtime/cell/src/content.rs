@@ -76,7 +76,6 @@ impl Content {
             };
             // model.onnx and its external data (model.onnx.data), not model.int8.onnx.
             part("graph", named("model.onnx"))?;
-            part("torchscript", named("model.pt"))?;
             for precision in Precision::ALL {
                 part(
                     precision.name(),
@@ -93,6 +92,12 @@ impl Content {
                     files.extend(files_under(dir, &dir.join(folder), &|_| true)?);
                 }
                 part(name, files)?;
+            }
+            if dir.join(TORCHSCRIPT).is_file() {
+                parts.insert(
+                    "torchscript".into(),
+                    torchscript_digest(&dir.join(TORCHSCRIPT))?,
+                );
             }
             parts.insert("meta".into(), meta_digest(dir)?);
         }
@@ -157,6 +162,108 @@ pub fn parts_read(check: &str, engine: EngineKind) -> Vec<&'static str> {
             all
         }
     }
+}
+
+/// The TorchScript trace libtorch loads.
+const TORCHSCRIPT: &str = "model.pt";
+
+/// The trace's digest: sha256 over each archive member's name and bytes,
+/// by name, leaving out what libtorch does not compute with: the
+/// `*.debug_pkl` source ranges, which name the files the trace ran through
+/// (the checkout's and the venv's paths, so two checkouts would differ),
+/// and `.data/serialization_id`, a hash of the other members that includes
+/// them. A file that is not a readable zip archive is digested whole.
+fn torchscript_digest(path: &Path) -> std::io::Result<String> {
+    let bytes = std::fs::read(path)?;
+    let Some(mut members) = zip_members(&bytes) else {
+        return digest_files(
+            path.parent().unwrap_or(Path::new(".")),
+            &[TORCHSCRIPT.into()],
+        );
+    };
+    members.retain(|(name, _)| {
+        !name.ends_with(".debug_pkl") && !name.ends_with(".data/serialization_id")
+    });
+    members.sort();
+    let mut hasher = Sha256::new();
+    for (name, data) in members {
+        hasher.update(format!("{name}\n{}\n", data.len()));
+        hasher.update(data);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+/// The members of a zip archive as PyTorch writes it (stored, not
+/// compressed; zip64 where it needs to be): each name and its bytes. None
+/// where the archive is not of that kind.
+fn zip_members(bytes: &[u8]) -> Option<Vec<(String, &[u8])>> {
+    let u16_at = |at: usize| -> Option<u64> {
+        Some(u16::from_le_bytes(bytes.get(at..at + 2)?.try_into().ok()?) as u64)
+    };
+    let u32_at = |at: usize| -> Option<u64> {
+        Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?) as u64)
+    };
+    let u64_at = |at: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+    };
+    // The end of central directory record: 22 bytes and a comment of at most 64 KiB.
+    let search_from = bytes.len().saturating_sub(22 + 0xFFFF);
+    let end = (search_from..=bytes.len().checked_sub(22)?)
+        .rev()
+        .find(|&at| u32_at(at) == Some(0x0605_4b50))?;
+    let (mut count, mut directory) = (u16_at(end + 10)?, u32_at(end + 16)?);
+    if count == 0xFFFF || directory == 0xFFFF_FFFF {
+        // zip64: its locator sits just before the end record.
+        let locator = end.checked_sub(20)?;
+        (u32_at(locator)? == 0x0706_4b50).then_some(())?;
+        let end64 = usize::try_from(u64_at(locator + 8)?).ok()?;
+        (u32_at(end64)? == 0x0606_4b50).then_some(())?;
+        count = u64_at(end64 + 32)?;
+        directory = u64_at(end64 + 48)?;
+    }
+    let mut at = usize::try_from(directory).ok()?;
+    let mut members = Vec::new();
+    for _ in 0..count {
+        (u32_at(at)? == 0x0201_4b50).then_some(())?;
+        let method = u16_at(at + 10)?;
+        let mut size = u32_at(at + 24)?;
+        let (name_len, extra_len, comment_len) = (
+            u16_at(at + 28)? as usize,
+            u16_at(at + 30)? as usize,
+            u16_at(at + 32)? as usize,
+        );
+        let mut local = u32_at(at + 42)?;
+        let name = std::str::from_utf8(bytes.get(at + 46..at + 46 + name_len)?).ok()?;
+        // zip64's extra field holds, in order, the sizes and offset the header marks 0xFFFFFFFF.
+        let mut extra = at + 46 + name_len;
+        let extra_end = extra + extra_len;
+        while extra + 4 <= extra_end {
+            let (id, len) = (u16_at(extra)?, u16_at(extra + 2)? as usize);
+            if id == 1 {
+                let mut field = extra + 4;
+                if size == 0xFFFF_FFFF {
+                    size = u64_at(field)?;
+                    field += 8;
+                }
+                if u32_at(at + 20)? == 0xFFFF_FFFF {
+                    field += 8;
+                }
+                if local == 0xFFFF_FFFF {
+                    local = u64_at(field)?;
+                }
+            }
+            extra += 4 + len;
+        }
+        // Only stored members: their bytes are the file's.
+        (method == 0).then_some(())?;
+        let local = usize::try_from(local).ok()?;
+        (u32_at(local)? == 0x0403_4b50).then_some(())?;
+        let data = local + 30 + u16_at(local + 26)? as usize + u16_at(local + 28)? as usize;
+        let data_end = data.checked_add(usize::try_from(size).ok()?)?;
+        members.push((name.to_string(), bytes.get(data..data_end)?));
+        at += 46 + name_len + extra_len + comment_len;
+    }
+    Some(members)
 }
 
 /// meta.json without its build fields, its keys in order.
@@ -250,6 +357,89 @@ mod tests {
         std::fs::write(dir.join("inputs/x.npy"), "x").unwrap();
         std::fs::write(dir.join("inputs2/x.npy"), "x2").unwrap();
         std::fs::write(dir.join("meta.json"), r#"{"cache_key":"k0","shapes":[]}"#).unwrap();
+    }
+
+    /// A stored zip archive as PyTorch writes one: each member's local
+    /// header and bytes, then the central directory and its end record.
+    fn zip(members: &[(&str, &str)]) -> Vec<u8> {
+        let (mut out, mut directory) = (Vec::new(), Vec::new());
+        for (name, data) in members {
+            let offset = out.len() as u32;
+            out.extend(0x0403_4b50u32.to_le_bytes());
+            out.extend([0u8; 14]); // version, flags, method 0 (stored), time, date, crc
+            out.extend((data.len() as u32).to_le_bytes());
+            out.extend((data.len() as u32).to_le_bytes());
+            out.extend((name.len() as u16).to_le_bytes());
+            out.extend(0u16.to_le_bytes());
+            out.extend(name.as_bytes());
+            out.extend(data.as_bytes());
+            directory.extend(0x0201_4b50u32.to_le_bytes());
+            directory.extend([0u8; 16]); // versions, flags, method 0, time, date, crc
+            directory.extend((data.len() as u32).to_le_bytes());
+            directory.extend((data.len() as u32).to_le_bytes());
+            directory.extend((name.len() as u16).to_le_bytes());
+            directory.extend([0u8; 12]); // extra, comment, disk, attributes
+            directory.extend(offset.to_le_bytes());
+            directory.extend(name.as_bytes());
+        }
+        let start = out.len() as u32;
+        out.extend(&directory);
+        out.extend(0x0605_4b50u32.to_le_bytes());
+        out.extend([0u8; 4]);
+        out.extend((members.len() as u16).to_le_bytes());
+        out.extend((members.len() as u16).to_le_bytes());
+        out.extend((directory.len() as u32).to_le_bytes());
+        out.extend(start.to_le_bytes());
+        out.extend(0u16.to_le_bytes());
+        out
+    }
+
+    /// The trace's digest follows what libtorch computes with, not the
+    /// source paths in its debug records or the id that hashes them.
+    #[test]
+    fn a_trace_is_digested_without_its_debug_records() {
+        let dir = std::env::temp_dir().join(format!("hwmatrix-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(TORCHSCRIPT);
+        let digest = |members: &[(&str, &str)]| {
+            std::fs::write(&path, zip(members)).unwrap();
+            torchscript_digest(&path).unwrap()
+        };
+        let first = digest(&[
+            ("model/data.pkl", "weights"),
+            (
+                "model/code/__torch__.py.debug_pkl",
+                "/work/main/export.py:783",
+            ),
+            ("model/.data/serialization_id", "1234"),
+        ]);
+        let other_checkout = digest(&[
+            ("model/data.pkl", "weights"),
+            (
+                "model/code/__torch__.py.debug_pkl",
+                "/tmp/ci-clone/export.py:783",
+            ),
+            ("model/.data/serialization_id", "5678"),
+        ]);
+        assert_eq!(
+            first, other_checkout,
+            "debug records and the id are left out"
+        );
+        let other_weights = digest(&[
+            ("model/data.pkl", "other weights"),
+            (
+                "model/code/__torch__.py.debug_pkl",
+                "/work/main/export.py:783",
+            ),
+        ]);
+        assert_ne!(first, other_weights, "a member libtorch reads changed");
+        std::fs::write(&path, "not a zip").unwrap();
+        assert_eq!(
+            torchscript_digest(&path).unwrap(),
+            digest_files(&dir, &[TORCHSCRIPT.into()]).unwrap(),
+            "a file that is no archive is digested whole"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A rebuild with another key and the same bytes keeps every digest; a
