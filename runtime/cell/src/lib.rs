@@ -4,6 +4,7 @@
 //! `generated/`; the runtime reads that data and runs the cell. Keeping them
 //! here means the generator links no engine library (ONNX Runtime, libtorch).
 
+pub mod browsers;
 pub mod content;
 pub mod cpu_class;
 pub mod decl;

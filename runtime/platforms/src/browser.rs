@@ -79,29 +79,7 @@ pub fn browser_executable(backend: BrowserBackend) -> Result<PathBuf, String> {
     }
 }
 
-/// `HWMATRIX_CHROMIUM`, else a chromium on PATH.
-pub fn find_chromium() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("HWMATRIX_CHROMIUM") {
-        return Some(PathBuf::from(path)).filter(|p| p.exists());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .flat_map(|dir| {
-            ["chromium", "chromium-browser", "google-chrome"].map(|name| dir.join(name))
-        })
-        .find(|candidate| is_file(candidate))
-}
-
-/// Where Firefox's root is looked for: `HWMATRIX_FIREFOX_ROOT`, else
-/// `<web>/firefox/root`, where `bash tests/setup.sh firefox` debootstraps it.
-pub fn firefox_root_dir() -> PathBuf {
-    std::env::var_os("HWMATRIX_FIREFOX_ROOT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| paths::web_dir().join("firefox/root"))
-}
-
-/// Firefox's executable inside its root.
-pub const FIREFOX_IN_ROOT: &str = "usr/bin/firefox";
+pub use hwmatrix_cell::browsers::{FIREFOX_IN_ROOT, find_chromium, firefox_root_dir};
 
 /// Why Firefox does not come from Debian 12 itself: measured on this
 /// project's machines (firefox-esr 140.10.2esr, `dom.webgpu.enabled` on,
@@ -128,13 +106,7 @@ pub fn firefox() -> Result<(PathBuf, String), String> {
             root.display()
         ));
     }
-    let ini =
-        std::fs::read_to_string(root.join("usr/lib/firefox/application.ini")).unwrap_or_default();
-    let version = ini
-        .lines()
-        .find_map(|l| l.strip_prefix("Version="))
-        .unwrap_or("of unknown version")
-        .trim()
-        .to_string();
+    let version = hwmatrix_cell::browsers::firefox_version(&root)
+        .unwrap_or_else(|| "of unknown version".into());
     Ok((root, version))
 }

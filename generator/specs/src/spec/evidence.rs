@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use hwmatrix_cell::browsers::BrowserVersions;
 use hwmatrix_cell::{Attribution, EngineKind, ErrorKind, Platform, Stage};
 use serde::{Deserialize, Serialize};
 
@@ -137,7 +138,15 @@ pub struct Provenance {
 pub struct Today<'a> {
     pub fixture_key: &'a str,
     pub content: Vec<String>,
+    /// The browsers' versions here, for the web engines' entries.
+    pub browsers: &'a BrowserVersions,
 }
+
+/// No browser known: a web entry's browser cannot be compared.
+static NO_BROWSERS: BrowserVersions = BrowserVersions {
+    chromium: None,
+    firefox: None,
+};
 
 impl<'a> Today<'a> {
     /// Only a build key to compare with (no fixture built here).
@@ -145,6 +154,7 @@ impl<'a> Today<'a> {
         Today {
             fixture_key,
             content: Vec::new(),
+            browsers: &NO_BROWSERS,
         }
     }
 }
@@ -157,6 +167,7 @@ pub struct TodaysFixtures {
     /// The fixture's content, or its components' (a model checked as components).
     pub content: Vec<hwmatrix_cell::content::Content>,
     pub generation: Option<hwmatrix_cell::content::Content>,
+    pub browsers: &'static BrowserVersions,
 }
 
 impl TodaysFixtures {
@@ -193,6 +204,7 @@ impl TodaysFixtures {
             generation: generation.filter(built_today(&generation_key)),
             fixture_key,
             generation_key,
+            browsers: BrowserVersions::here(),
         }
     }
 
@@ -229,6 +241,7 @@ impl TodaysFixtures {
                 ),
                 None => Vec::new(),
             },
+            browsers: self.browsers,
         }
     }
 }
@@ -320,6 +333,10 @@ impl Entry {
             return Some(format!(
                 "measured with {package} {then}, this checkout pins {now}"
             ));
+        }
+        // The browser is part of a web engine.
+        if package == "onnxruntime-web" {
+            return browser_stale(library, today.browsers);
         }
         // A provider plugin (QNN's, native WebGPU's) is an engine of its own.
         let (_, plugin) = library.split_once(" plugin ")?;
@@ -724,6 +741,7 @@ fn replace(entries: &mut Vec<Entry>, at: Option<usize>, new: Option<Entry>, fixt
                     .stale(&Today {
                         fixture_key,
                         content: new.provenance.content.iter().cloned().collect(),
+                        browsers: &browsers_named_in(new.provenance.library.as_deref()),
                     })
                     .is_none() =>
         {
@@ -862,13 +880,7 @@ impl Provenance {
 /// `libtorch 2.13.0+cu130 (...)`, `onnxruntime-web 1.30.0 (...)`. None for
 /// a library this checkout does not pin (wgpu's, a system library).
 fn library_version(library: &str) -> Option<(&'static str, String)> {
-    let version = |text: &str| -> String {
-        text.chars()
-            .take_while(|c| c.is_ascii_digit() || *c == '.')
-            .collect::<String>()
-            .trim_end_matches('.')
-            .to_string()
-    };
+    let version = leading_version;
     let found = if let Some(rest) = library.strip_prefix("onnxruntime-web ") {
         ("onnxruntime-web", version(rest))
     } else if let Some(rest) = library.strip_prefix("OpenVINO ") {
@@ -891,6 +903,79 @@ fn library_version(library: &str) -> Option<(&'static str, String)> {
         return None;
     };
     (!found.1.is_empty()).then_some(found)
+}
+
+/// The version a text starts with (`1.31.1` of `1.31.1 (...)`), or "".
+fn leading_version(text: &str) -> String {
+    text.chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect::<String>()
+        .trim_end_matches('.')
+        .to_string()
+}
+
+/// The browser a web entry was measured in (`... in Chrome/148.0.7778.167
+/// (/usr/bin/chromium)`, `... in HeadlessChrome/153.0.8010.0
+/// (<cache>/web/chromium-webnn/chromium)`, `... in Firefox 159.0 (...)`):
+/// its name, its version, and whether it is the WebNN Chromium. None where
+/// the library names no browser.
+fn browser_named(library: &str) -> Option<(&'static str, String)> {
+    let (_, browser) = library.split_once(" in ")?;
+    if let Some((_, rest)) = browser.split_once("Chrome/") {
+        let name = if browser.contains("chromium-webnn") {
+            WEBNN_CHROMIUM
+        } else {
+            "Chromium"
+        };
+        Some((name, leading_version(rest)))
+    } else {
+        let rest = browser.strip_prefix("Firefox ")?;
+        Some(("Firefox", leading_version(rest)))
+    }
+}
+
+/// The WebNN Chromium, npm's `@sparticuz/chromium` (runtime/web/package.json pins it).
+const WEBNN_CHROMIUM: &str = "the WebNN Chromium";
+
+/// The browsers a record's library names, as today's for a re-measurement
+/// compared with the entry it may keep.
+fn browsers_named_in(library: Option<&str>) -> BrowserVersions {
+    let mut browsers = BrowserVersions::default();
+    match library.and_then(browser_named) {
+        Some(("Chromium", version)) => browsers.chromium = Some(version),
+        Some(("Firefox", version)) => browsers.firefox = Some(version),
+        _ => {}
+    }
+    browsers
+}
+
+/// Whether a web entry's browser is another release (major version) than
+/// today's: the browser is part of the engine (its WebGPU or WebNN
+/// implementation decides what runs), while a patch release within one major
+/// (Debian's security updates of Chromium) changes no kernel it measured.
+/// One whose browser cannot be read or is not installed here is stale.
+fn browser_stale(library: &str, today: &BrowserVersions) -> Option<String> {
+    let Some((name, then)) = browser_named(library) else {
+        return Some(format!(
+            "its browser cannot be read from `{}`",
+            crate::text::shorten(library, 80)
+        ));
+    };
+    let now = match name {
+        WEBNN_CHROMIUM => pinned_version("@sparticuz/chromium"),
+        "Chromium" => today.chromium.clone(),
+        _ => today.firefox.clone(),
+    };
+    let major = |version: &str| version.split('.').next().unwrap_or_default().to_string();
+    match now {
+        None => Some(format!(
+            "measured in {name} {then}, and no {name} is here to compare with"
+        )),
+        Some(now) if major(&now) != major(&then) => {
+            Some(format!("measured in {name} {then}, today's is {now}"))
+        }
+        Some(_) => None,
+    }
 }
 
 /// The version this checkout pins of an engine library: the exporter's
@@ -1106,6 +1191,7 @@ mod tests {
         let today = |key, content: &[&str]| Today {
             fixture_key: key,
             content: content.iter().map(|c| c.to_string()).collect(),
+            browsers: &NO_BROWSERS,
         };
         assert!(
             entry.stale(&today("k2", &["c1"])).is_some(),
@@ -1380,6 +1466,85 @@ mod tests {
         assert_eq!(export.stale(&Today::key("k")), None);
         export.provenance.library = Some("torch==1.0.0".into());
         assert!(export.stale(&Today::key("k")).is_some());
+    }
+
+    /// A web entry's browser is part of its engine: another major release,
+    /// or no such browser here to compare with, stales it; a patch release
+    /// does not. The WebNN Chromium is compared with its npm pin.
+    #[test]
+    fn an_entry_measured_in_another_browser_release_is_stale() {
+        let web = pinned_version("onnxruntime-web").expect("package.json pins it");
+        let webnn = pinned_version("@sparticuz/chromium").expect("package.json pins it");
+        let entry = |browser: &str| {
+            let mut entry = failure(Some(Platform::Webgpu), "runs", "failed", "k");
+            entry.provenance.library = Some(format!(
+                "onnxruntime-web {web} (ort.webgpu.min.mjs, WebGpuExecutionProvider) in {browser}; WebGPU adapter null"
+            ));
+            entry
+        };
+        let here = BrowserVersions {
+            chromium: Some("148.0.7778.200".into()),
+            firefox: Some("159.0.1".into()),
+        };
+        let today = Today {
+            fixture_key: "k",
+            content: Vec::new(),
+            browsers: &here,
+        };
+        let chrome = entry("Chrome/148.0.7778.167 (/usr/bin/chromium)");
+        assert_eq!(
+            chrome.stale(&today),
+            None,
+            "a patch release of the same major"
+        );
+        let older = entry("Chrome/147.0.7727.1 (/usr/bin/chromium)");
+        assert!(
+            older
+                .stale(&today)
+                .is_some_and(|why| why.contains("Chromium 147.0.7727.1") && why.contains("148")),
+            "{:?}",
+            older.stale(&today)
+        );
+        assert!(
+            chrome
+                .stale(&Today::key("k"))
+                .is_some_and(|why| why.contains("no Chromium is here")),
+            "no browser here to compare with: stale, never fresh"
+        );
+        let firefox =
+            entry("Firefox 159.0 (Debian unstable's, chrooted in <cache>/web/firefox/root)");
+        assert_eq!(firefox.stale(&today), None);
+        let mut newer = here.clone();
+        newer.firefox = Some("160.0".into());
+        let newer_today = Today {
+            browsers: &newer,
+            ..today.clone()
+        };
+        assert!(firefox.stale(&newer_today).is_some());
+        let major = webnn.split('.').next().unwrap();
+        let webnn_entry = |version: &str| {
+            entry(&format!(
+                "HeadlessChrome/{version} (<cache>/web/chromium-webnn/chromium)"
+            ))
+        };
+        assert_eq!(
+            webnn_entry(&format!("{major}.0.8010.0")).stale(&Today::key("k")),
+            None,
+            "the WebNN Chromium is npm's pin, known without looking"
+        );
+        assert!(webnn_entry("140.0.1.0").stale(&Today::key("k")).is_some());
+        assert!(
+            entry("Safari 18")
+                .stale(&today)
+                .is_some_and(|why| why.contains("cannot be read"))
+        );
+        // A re-measurement in the same release keeps the entry it says the same as.
+        assert_eq!(
+            browsers_named_in(chrome.provenance.library.as_deref())
+                .chromium
+                .as_deref(),
+            Some("148.0.7778.167")
+        );
     }
 
     #[test]
