@@ -436,6 +436,9 @@ pub fn run(
         let entries = quantization_changes(&plan, model_type, platform, measured, &mut tally, err);
         changes.entry(model_type).or_default().extend(entries);
     }
+    if options.verify && platform == Platform::Cpu && options.records.is_none() {
+        reexport(specs, models, options.slice, &mut changes, out, err)?;
+    }
     if options.verify {
         if selected.at_our_limit > 0 {
             let _ = writeln!(
@@ -462,6 +465,99 @@ pub fn run(
         tally.quantization_failed,
     );
     Ok(0)
+}
+
+/// Re-verifying cpu re-measures the fixture pipeline too: the models of the
+/// slice whose store holds an export failure (`gen fixtures` skips them, their
+/// export a known issue) are exported again from the tiny model into a
+/// scratch folder, and what that gives is compared with the stored entry as a
+/// cell's check is. Failures before the export (deriving the spec) are the
+/// spec importer's to re-measure (`gen import`), not this.
+fn reexport<'a>(
+    specs: &'a Specs,
+    models: &[String],
+    slice: Option<(u32, u32)>,
+    changes: &mut Changes<'a>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), String> {
+    let failed_at_export: Vec<&LoadedModel> = specs
+        .models
+        .iter()
+        .filter(|m| models.is_empty() || models.contains(&m.spec.model_type))
+        .filter(|m| {
+            slice.is_none_or(|(k, n)| {
+                slice_of(
+                    &m.spec.model_type,
+                    Platform::Cpu,
+                    EngineKind::Onnxruntime,
+                    n,
+                ) == k
+            })
+        })
+        .filter(|m| {
+            m.spec
+                .pipeline_entry(evidence::EXPORT)
+                .is_some_and(|e| e.stage == Some(Stage::Export))
+        })
+        .collect();
+    if failed_at_export.is_empty() {
+        return Ok(());
+    }
+    let scratch = std::env::temp_dir().join(format!("hwmatrix-reexport-{}", std::process::id()));
+    let jobs = failed_at_export
+        .iter()
+        .map(|m| {
+            let dir = scratch.join(&m.spec.model_type);
+            let job = crate::fixtures::export_job(
+                m,
+                &dir,
+                &m.fixture_key(),
+                &crate::fixtures::Source::TinyRandom,
+            )?;
+            Ok((m.spec.model_type.clone(), job))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let pool = crate::workers::Pool {
+        python: hwmatrix_cell::paths::python(),
+        workers: 2,
+        timeout: crate::fixtures::EXPORT_TIMEOUT,
+        log_dir: scratch.join(".logs"),
+    };
+    let _ = writeln!(
+        out,
+        "gen import --platform cpu --verify: exporting again the {} models of this slice whose store holds an export failure: {}",
+        jobs.len(),
+        failed_at_export
+            .iter()
+            .map(|m| m.spec.model_type.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let tty = crate::workers::Progress::stderr_is_terminal();
+    let mut progress = crate::workers::Progress::new("exported", jobs.len(), err, tty);
+    let outcomes = pool.run(jobs, &mut progress);
+    let _ = std::fs::remove_dir_all(&scratch);
+    for (model, (_, outcome)) in failed_at_export.into_iter().zip(outcomes?) {
+        let measured = outcome.err().map(|e| {
+            let failure = evidence::PipelineFailure {
+                error: format!("exporting: {e}"),
+                ..e.failure_at(Stage::Export)
+            };
+            evidence::pipeline_failure(evidence::EXPORT, &failure, &model.fixture_key())
+        });
+        let key = EntryKey {
+            platform: None,
+            engine: None,
+            check: evidence::EXPORT.into(),
+            cpu_class: None,
+        };
+        changes
+            .entry(model.spec.model_type.as_str())
+            .or_default()
+            .push((key, measured));
+    }
+    Ok(())
 }
 
 /// The cells to measure: those that run, and those the evidence store keeps
