@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use crate::paths;
 use crate::{Basis, Cell};
+use hwmatrix_cell::EngineKind;
 /// Who and when, shared with gen (which stamps the evidence it writes alike).
 pub use hwmatrix_cell::run::{host, now_rfc3339, run_id};
 /// The record and its parts, defined once for writer and readers (runtime/record).
@@ -85,6 +86,52 @@ pub(crate) fn blank(cell: &Cell, check: &str) -> Record {
         quantization: None,
         bench: None,
         generation: None,
-        runtime_version: env!("CARGO_PKG_VERSION").into(),
+        runtime_version: runtime_version(cell.engine.kind()),
+    }
+}
+
+/// The runtime's version and the digest of the code that decided the
+/// record's verdict on `engine` (runtime/verdict_code.rs, baked in by the
+/// build script): `0.1.0 (verdict code 8c3f...)`. The evidence store keeps it;
+/// an entry measured by other verdict code than today's is stale.
+pub fn runtime_version(engine: EngineKind) -> String {
+    let digest = match engine {
+        EngineKind::Onnxruntime => env!("HWMATRIX_VERDICT_CODE_ONNXRUNTIME"),
+        EngineKind::Libtorch => env!("HWMATRIX_VERDICT_CODE_LIBTORCH"),
+        EngineKind::Openvino => env!("HWMATRIX_VERDICT_CODE_OPENVINO"),
+        EngineKind::Wgpu => env!("HWMATRIX_VERDICT_CODE_WGPU"),
+        EngineKind::Browser => env!("HWMATRIX_VERDICT_CODE_BROWSER"),
+        EngineKind::Firefox => env!("HWMATRIX_VERDICT_CODE_FIREFOX"),
+    };
+    hwmatrix_cell::verdict_code::describe(env!("CARGO_PKG_VERSION"), digest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the build script baked into records is what gen reads from the
+    /// checkout as today's: an entry measured by this build is fresh.
+    #[test]
+    fn records_name_the_verdict_code_gen_reads_as_todays() {
+        for engine in [
+            EngineKind::Onnxruntime,
+            EngineKind::Libtorch,
+            EngineKind::Wgpu,
+            EngineKind::Browser,
+            EngineKind::Openvino,
+            EngineKind::Firefox,
+        ] {
+            assert_eq!(
+                Some(runtime_version(engine)),
+                hwmatrix_cell::verdict_code::today(engine),
+                "{engine:?}"
+            );
+        }
+        assert_ne!(
+            runtime_version(EngineKind::Onnxruntime),
+            runtime_version(EngineKind::Libtorch),
+            "each engine's adapter is its own"
+        );
     }
 }

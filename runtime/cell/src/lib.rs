@@ -17,6 +17,7 @@ pub mod platform;
 pub mod quantization;
 pub mod run;
 pub mod stage;
+pub mod verdict_code;
 pub mod wgpu_adapter;
 
 pub use cpu_class::CpuClass;

@@ -147,7 +147,7 @@ pub(crate) fn blank_record(cell: &QuantizationCell, scheme: QuantScheme) -> Reco
         quantization: None,
         bench: None,
         generation: None,
-        runtime_version: env!("CARGO_PKG_VERSION").into(),
+        runtime_version: crate::record::runtime_version(hwmatrix_cell::EngineKind::Wgpu),
     }
 }
 

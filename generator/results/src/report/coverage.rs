@@ -62,7 +62,7 @@ fn stale_because(
     records: &[&Evidence],
     keys: &Keys,
     planned: &dyn Fn(&str) -> &'static str,
-    runtime_version: &str,
+    runtime_today: &dyn Fn(hwmatrix_cell::EngineKind) -> String,
 ) -> Option<String> {
     for e in records {
         let planned = planned(&e.check);
@@ -86,6 +86,8 @@ fn stale_because(
                 &now[..now.len().min(12)]
             ));
         }
+        // The runtime and the code that decided the verdict (hwmatrix_cell::verdict_code).
+        let runtime_version = runtime_today(e.body.engine_kind);
         if e.runtime_version
             .as_deref()
             .is_some_and(|v| v != runtime_version)
@@ -168,7 +170,10 @@ fn newest_by_cell(evidence: &[Evidence]) -> BTreeMap<CellKey<'_>, Vec<&Evidence>
 /// Every planned cell tallied by category and platform as measured, not run, not tested,
 /// stale or without evidence, and one line per stale cell saying why.
 fn tally_cells(plan: &Plan, by_cell: &BTreeMap<CellKey, Vec<&Evidence>>) -> (Tallies, Vec<String>) {
-    let runtime_version = env!("CARGO_PKG_VERSION");
+    let runtime_version = |engine| {
+        hwmatrix_cell::verdict_code::today(engine)
+            .unwrap_or_else(|| "unknown (no checkout to read runtime/ from)".into())
+    };
     let mut tallies: Tallies = BTreeMap::new();
     let mut stale = Vec::new();
     for model in &plan.models {
@@ -200,7 +205,7 @@ fn tally_cells(plan: &Plan, by_cell: &BTreeMap<CellKey, Vec<&Evidence>>) -> (Tal
                     .find(|(name, _)| *name == check)
                     .map_or(judged, |(_, label)| *label)
             };
-            if let Some(why) = stale_because(records, &keys, &planned_for, runtime_version) {
+            if let Some(why) = stale_because(records, &keys, &planned_for, &runtime_version) {
                 tally.stale += 1;
                 stale.push(format!(
                     "{} on {platform} ({engine}): {why}",
@@ -437,13 +442,16 @@ mod tests {
             today: None,
         };
         assert_eq!(
-            stale_because(&records, &keys, &own, env!("CARGO_PKG_VERSION")),
+            stale_because(&records, &keys, &own, &|_| env!("CARGO_PKG_VERSION")
+                .to_string()),
             None
         );
         // Judged by the cell's plan instead, the same records would look stale.
         let cell_only = |_: &str| "run";
-        let why = stale_because(&records, &keys, &cell_only, env!("CARGO_PKG_VERSION"))
-            .expect("stale by the cell's plan");
+        let why = stale_because(&records, &keys, &cell_only, &|_| {
+            env!("CARGO_PKG_VERSION").to_string()
+        })
+        .expect("stale by the cell's plan");
         assert!(
             why.contains("int8_matches_reference recorded `known-issue`"),
             "{why}"
@@ -461,7 +469,8 @@ mod tests {
             today: None,
         };
         assert_eq!(
-            stale_because(&[&record], &fresh, &run, env!("CARGO_PKG_VERSION")),
+            stale_because(&[&record], &fresh, &run, &|_| env!("CARGO_PKG_VERSION")
+                .to_string()),
             None,
             "its own fixture's key, not the float32 one's"
         );
@@ -470,8 +479,10 @@ mod tests {
             generation: Some("another-key".into()),
             today: None,
         };
-        let why = stale_because(&[&record], &rebuilt, &run, env!("CARGO_PKG_VERSION"))
-            .expect("the generation fixture changed");
+        let why = stale_because(&[&record], &rebuilt, &run, &|_| {
+            env!("CARGO_PKG_VERSION").to_string()
+        })
+        .expect("the generation fixture changed");
         assert!(
             why.contains("generates ran on fixture generation-k"),
             "{why}"

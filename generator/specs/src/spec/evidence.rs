@@ -140,6 +140,10 @@ pub struct Today<'a> {
     pub content: Vec<String>,
     /// The browsers' versions here, for the web engines' entries.
     pub browsers: &'a BrowserVersions,
+    /// Today's runtime version and verdict code digest for the entry's
+    /// engine (hwmatrix_cell::verdict_code); None where there is nothing to
+    /// compare with (a bare build key, as unit tests give).
+    pub runtime: Option<String>,
 }
 
 /// No browser known: a web entry's browser cannot be compared.
@@ -155,6 +159,7 @@ impl<'a> Today<'a> {
             fixture_key,
             content: Vec::new(),
             browsers: &NO_BROWSERS,
+            runtime: None,
         }
     }
 }
@@ -242,6 +247,11 @@ impl TodaysFixtures {
                 None => Vec::new(),
             },
             browsers: self.browsers,
+            // Outside a checkout nothing tells today's code: stale, never fresh.
+            runtime: entry.platform.map(|_| {
+                hwmatrix_cell::verdict_code::today(entry.engine.unwrap_or(EngineKind::Onnxruntime))
+                    .unwrap_or_else(|| "unknown (no checkout to read runtime/ from)".into())
+            }),
         }
     }
 }
@@ -305,6 +315,25 @@ impl Entry {
             && (self.stage == Some(Stage::Export) || self.outcome == EntryOutcome::DoesNotApply)
         {
             return None;
+        }
+        // The code that decided the verdict: another digest than today's, or
+        // none (measured before records carried it), is stale.
+        if let (Some(now), Some(_)) = (today.runtime.as_deref(), self.platform) {
+            let then = self
+                .provenance
+                .runtime
+                .as_deref()
+                .unwrap_or("of no recorded version");
+            if then != now {
+                let before = if hwmatrix_cell::verdict_code::named_in(then).is_none() {
+                    ", before records carried the digest of the code that decides a verdict"
+                } else {
+                    ""
+                };
+                return Some(format!(
+                    "measured by runtime {then}{before}; today's is {now}"
+                ));
+            }
         }
         // A version that cannot be read is stale, never fresh: nothing would
         // tell an engine change from it.
@@ -742,6 +771,7 @@ fn replace(entries: &mut Vec<Entry>, at: Option<usize>, new: Option<Entry>, fixt
                         fixture_key,
                         content: new.provenance.content.iter().cloned().collect(),
                         browsers: &browsers_named_in(new.provenance.library.as_deref()),
+                        runtime: new.provenance.runtime.clone(),
                     })
                     .is_none() =>
         {
@@ -1192,6 +1222,7 @@ mod tests {
             fixture_key: key,
             content: content.iter().map(|c| c.to_string()).collect(),
             browsers: &NO_BROWSERS,
+            runtime: None,
         };
         assert!(
             entry.stale(&today("k2", &["c1"])).is_some(),
@@ -1468,6 +1499,44 @@ mod tests {
         assert!(export.stale(&Today::key("k")).is_some());
     }
 
+    /// An entry is stale when other code than today's decided its verdict,
+    /// or when it was measured before records named that code.
+    #[test]
+    fn an_entry_judged_by_other_verdict_code_is_stale() {
+        let pinned = pinned_version("onnxruntime").expect("requirements.txt pins onnxruntime");
+        let mut entry = failure(Some(Platform::Cpu), "runs", "failed", "k");
+        entry.provenance.library = Some(format!(
+            "onnxruntime (<cache>/venv/lib/python3.11/site-packages/onnxruntime/capi/libonnxruntime.so.{pinned})"
+        ));
+        let today = |runtime: &str| Today {
+            runtime: Some(runtime.into()),
+            ..Today::key("k")
+        };
+        let now = hwmatrix_cell::verdict_code::describe("0.1.0", "00112233aabbccdd");
+        entry.provenance.runtime = Some(now.clone());
+        assert_eq!(entry.stale(&today(&now)), None);
+        let other = hwmatrix_cell::verdict_code::describe("0.1.0", "ffeeddcc00000000");
+        assert!(
+            entry
+                .stale(&today(&other))
+                .is_some_and(|why| why.contains("00112233aabbccdd") && why.contains("ffeeddcc")),
+            "{:?}",
+            entry.stale(&today(&other))
+        );
+        entry.provenance.runtime = Some("0.1.0".into());
+        assert!(
+            entry
+                .stale(&today(&now))
+                .is_some_and(|why| why.contains("before records carried")),
+            "measured before records named their verdict code"
+        );
+        // Today's digest is read from this checkout's runtime/.
+        assert!(
+            hwmatrix_cell::verdict_code::today(EngineKind::Onnxruntime)
+                .is_some_and(|t| hwmatrix_cell::verdict_code::named_in(&t).is_some())
+        );
+    }
+
     /// A web entry's browser is part of its engine: another major release,
     /// or no such browser here to compare with, stales it; a patch release
     /// does not. The WebNN Chromium is compared with its npm pin.
@@ -1490,6 +1559,7 @@ mod tests {
             fixture_key: "k",
             content: Vec::new(),
             browsers: &here,
+            runtime: None,
         };
         let chrome = entry("Chrome/148.0.7778.167 (/usr/bin/chromium)");
         assert_eq!(
