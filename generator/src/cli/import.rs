@@ -62,7 +62,9 @@ pub struct Args {
     cpu_flags: Option<PathBuf>,
     /// With --platform: re-measure the cells the evidence store holds entries of and
     /// compare, writing nothing; exit 1 naming each entry the run disagrees with
-    /// (accepting a new status is `gen import --platform P`, a reviewed change)
+    /// (accepting a new status is `gen import --platform P`, a reviewed change).
+    /// On cpu, the selected models' stored export failures are exported again
+    /// (into a scratch folder) and compared too
     #[arg(long)]
     verify: bool,
     /// With --verify: only the cells of slice K of N (`3/8`: each cell falls in one
