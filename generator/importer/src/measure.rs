@@ -22,6 +22,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use sha2::Digest;
+
 use hwmatrix_cell::{
     Attribution, Basis, CHECKS, EngineKind, ErrorKind, GENERATES, GENERATION_EXPORT_FAILED,
     Outcome, Planned, Platform, Stage,
@@ -101,6 +103,7 @@ impl AsEntry for Record {
                 fixture_key: self.fixture.as_ref().and_then(|f| f.cache_key.clone()),
                 content: self.fixture.as_ref().and_then(|f| f.content.clone()),
                 runtime: Some(self.runtime_version.clone()),
+                record: None,
                 legacy: None,
             },
         })
@@ -112,6 +115,9 @@ impl AsEntry for Record {
 #[derive(Default)]
 struct Measured {
     checks: BTreeMap<String, Record>,
+    /// Each check's record by name (16 hex digits of its line's sha256, as
+    /// the results database names it): its entry cites it.
+    record_ids: BTreeMap<String, String>,
     /// Checks the run did not run by its plan (the ledger's records: a known
     /// issue, a feature off): their entries are left as they were, never taken
     /// for checks whose process died.
@@ -119,6 +125,13 @@ struct Measured {
 }
 
 impl Measured {
+    /// The entry of `check`'s record (None: it passed), citing the record.
+    fn entry(&self, check: &str, record: &Record) -> Option<Entry> {
+        let mut entry = record.entry()?;
+        entry.provenance.record = self.record_ids.get(check).cloned();
+        Some(entry)
+    }
+
     fn passed(&self, check: &str) -> Option<bool> {
         self.checks.get(check).map(|r| r.status == Outcome::Passed)
     }
@@ -788,7 +801,9 @@ impl MeasuredCell<'_> {
         if let Some(beside) = float32_beside {
             for check in CHECKS {
                 let entry = match measured.checks.get(check) {
-                    Some(record) => record.entry().map(|e| export_shape_baked(self.model, e)),
+                    Some(record) => measured
+                        .entry(check, record)
+                        .map(|e| export_shape_baked(self.model, e)),
                     None if measured.not_run.contains(check) => continue,
                     None => Some(no_record(platform, engine, check, beside)),
                 };
@@ -845,7 +860,7 @@ impl MeasuredCell<'_> {
                 // Not run where the float32 checks fail: an import clears them, a verification compares nothing.
                 _ if !float32_passes && verify => continue,
                 _ if !float32_passes => None,
-                (Some(record), _) => record.entry(),
+                (Some(record), _) => measured.entry(check, record),
                 (None, _) if !precision_ran || measured.not_run.contains(check) => continue,
                 (None, Some(beside)) => Some(no_record(platform, engine, check, beside)),
                 (None, None) => continue,
@@ -909,7 +924,7 @@ impl MeasuredCell<'_> {
         if record.error_kind == Some(ErrorKind::FixtureMissing) {
             return Vec::new();
         }
-        let entry = record.entry();
+        let entry = self.measured.entry(GENERATES, record);
         tally.generation_failed += usize::from(entry.is_some());
         let mut changes = vec![(key(self.platform, self.engine, GENERATES), entry)];
         if record.status == Outcome::Passed {
@@ -962,7 +977,7 @@ fn quantization_changes(
             );
             continue;
         };
-        let entry = record.entry();
+        let entry = measured.entry(check.scheme.check_name(), record);
         tally.quantization_failed += usize::from(
             entry
                 .as_ref()
@@ -1248,7 +1263,7 @@ fn read_records(
     platform: Platform,
     err: &mut dyn Write,
 ) -> Result<(String, Records), String> {
-    let mut all: Vec<Record> = Vec::new();
+    let mut all: Vec<(Record, String)> = Vec::new();
     // The ledger's records of checks the run's plan did not run (a known issue, a feature off).
     let mut planned_not_run: Vec<Record> = Vec::new();
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -1272,7 +1287,8 @@ fn read_records(
                 )
             })?;
             if record.platform == platform && record.measured() {
-                all.push(record);
+                let id = hwmatrix_cell::content::hex(&sha2::Sha256::digest(line.as_bytes()));
+                all.push((record, id[..16].to_string()));
             } else if record.platform == platform && record.basis != Basis::Measured {
                 planned_not_run.push(record);
             }
@@ -1280,7 +1296,7 @@ fn read_records(
     }
     // One run: the one whose newest record is newest.
     let mut runs: BTreeMap<&str, &str> = BTreeMap::new();
-    for record in &all {
+    for (record, _) in &all {
         let newest = runs.entry(&record.run_id).or_insert(&record.time);
         if record.time.as_str() > *newest {
             *newest = &record.time;
@@ -1304,12 +1320,12 @@ fn read_records(
             runs.len()
         );
     }
-    all.retain(|r| r.run_id == run_id);
-    all.sort_by(|a, b| a.time.cmp(&b.time));
+    all.retain(|(r, _)| r.run_id == run_id);
+    all.sort_by(|(a, _), (b, _)| a.time.cmp(&b.time));
     // The newest record per check and component; then per check, a failed component decides.
-    let mut newest: BTreeMap<(String, EngineKind, String, Option<String>), Record> =
+    let mut newest: BTreeMap<(String, EngineKind, String, Option<String>), (Record, String)> =
         BTreeMap::new();
-    for record in all {
+    for (record, id) in all {
         newest.insert(
             (
                 record.model.clone(),
@@ -1317,7 +1333,7 @@ fn read_records(
                 record.check.clone(),
                 record.component.clone(),
             ),
-            record,
+            (record, id),
         );
     }
     let mut by_cell: Records = BTreeMap::new();
@@ -1328,13 +1344,15 @@ fn read_records(
             .not_run
             .insert(record.check);
     }
-    for ((model, engine, check, _), record) in newest {
-        let checks = &mut by_cell.entry((model, engine)).or_default().checks;
-        if checks
+    for ((model, engine, check, _), (record, id)) in newest {
+        let cell = by_cell.entry((model, engine)).or_default();
+        if cell
+            .checks
             .get(&check)
             .is_none_or(|kept| kept.status == Outcome::Passed)
         {
-            checks.insert(check, record);
+            cell.record_ids.insert(check.clone(), id);
+            cell.checks.insert(check, record);
         }
     }
     Ok((run_id, by_cell))

@@ -212,6 +212,25 @@ impl Database {
             )
             .map_err(|e| self.error("looking a record up", e))
     }
+
+    /// The record with this name (16 hex digits of its digest), as its line was imported.
+    pub fn record(&self, record: &str) -> Result<Option<String>, String> {
+        if record.len() != 16 || !record.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(None);
+        }
+        let record = record.to_ascii_lowercase();
+        let end = format!("{record}g");
+        let mut statement = self
+            .conn
+            .prepare("SELECT body FROM records WHERE digest >= ?1 AND digest < ?2")
+            .map_err(|e| self.error("looking a record up", e))?;
+        let mut rows = statement
+            .query_map(params![record, end], |r| r.get::<_, String>(0))
+            .map_err(|e| self.error("looking a record up", e))?;
+        rows.next()
+            .transpose()
+            .map_err(|e| self.error("looking a record up", e))
+    }
 }
 
 /// An SQL string literal (run ids come from the command line).

@@ -40,6 +40,13 @@ pub enum Verb {
     },
     /// List the runs in the database: run id, hosts, first and last record, records
     Runs,
+    /// Print a record as its run wrote it, by the name reports and the evidence
+    /// store give it (16 hex digits: `record` in an entry's provenance); its
+    /// error's whole log is there
+    Show {
+        /// The record's name
+        record: String,
+    },
     /// Exit 1 unless every record a passed cell of a JSON report names is in the database
     Verify {
         /// A report written by `gen report --format json`
@@ -121,6 +128,20 @@ pub fn run(
             }
             Ok(0)
         }
+        Verb::Show { record } => match database.record(record)? {
+            Some(body) => {
+                let _ = writeln!(out, "{body}");
+                Ok(0)
+            }
+            None => {
+                let _ = writeln!(
+                    err,
+                    "error: no record {record} in {}\n  help: a record is named by 16 hex digits; import its run's records first (`gen results import DIR`)",
+                    database.path().display()
+                );
+                Ok(1)
+            }
+        },
         Verb::Verify { report } => {
             let text = std::fs::read_to_string(report)
                 .map_err(|e| format!("{}: {e}", report.display()))?;

@@ -340,7 +340,8 @@ fn digest_files(root: &Path, files: &[String]) -> std::io::Result<String> {
     Ok(hex(&hasher.finalize()))
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
+/// Lowercase hex digits of a digest.
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -209,12 +209,30 @@ fn cell_span(cell: &Cell) -> Value {
         .as_deref()
         .map(|r| format!("\n{}", super::shorten(r, 400)))
         .unwrap_or_default();
+    // A stored status names the entry's record, where the store's whole log is.
+    let stored = cell
+        .evidence
+        .as_ref()
+        .map(|e| {
+            format!(
+                "\nstored evidence: {} measured {} (run {}, record {}){}",
+                e.check,
+                e.date,
+                e.run.as_deref().unwrap_or("?"),
+                e.record.as_deref().unwrap_or("not named"),
+                e.stale
+                    .as_deref()
+                    .map(|why| format!("; stale: {why}"))
+                    .unwrap_or_default()
+            )
+        })
+        .unwrap_or_default();
     json!({
         "status": cell.status.label(),
         "platform": cell.platform,
         "engine": cell.engine,
         "disagreement": cell.disagreement,
-        "title": format!("{title}{reason}"),
+        "title": format!("{title}{reason}{stored}"),
         "mark": mark(cell.status),
     })
 }

@@ -186,6 +186,9 @@ pub struct StoredEvidence {
     /// Why the entry no longer describes today's checkout (another fixture
     /// key, or recorded before entries carried provenance).
     pub stale: Option<String>,
+    /// The record the entry's run wrote of it, with the whole error and log
+    /// (`gen results show RECORD`, where that run's records are imported).
+    pub record: Option<String>,
 }
 
 pub use hwmatrix_specs::text::shorten;
@@ -913,6 +916,7 @@ fn stored_evidence(
         host: entry.provenance.host.clone(),
         attribution: entry.attribution.map(|a| a.name().to_string()),
         stale: entry.stale(&today.today(entry)),
+        record: entry.provenance.record.clone(),
     })
 }
 

@@ -260,6 +260,7 @@ fn cells() -> Vec<Cell> {
         host: Some("vm".into()),
         attribution: Some("engine".into()),
         stale: Some("measured on another fixture key".into()),
+        record: Some("0123456789abcdef".into()),
     });
     vec![
         cell("bert", "cpu", "onnxruntime", Status::Passed),

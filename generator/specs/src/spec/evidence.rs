@@ -123,6 +123,11 @@ pub struct Provenance {
     /// The runtime (and so the harness) version that measured it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<String>,
+    /// The record the run wrote of it (16 hex digits of its line's digest,
+    /// as the results database and reports name records): the whole error,
+    /// page log included, is there (`gen results show`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<String>,
     /// Set on an entry moved from a spec's `imported:` block, written before
     /// entries carried their run, host and versions: where it came from. Such
     /// an entry is stale until a run measures the check again.
@@ -900,6 +905,7 @@ impl Provenance {
             fixture_key: Some(fixture_key.to_string()),
             content: None,
             runtime: Some(env!("CARGO_PKG_VERSION").to_string()),
+            record: None,
             legacy: None,
         }
     }
