@@ -709,7 +709,7 @@ fn run_cells(
     };
     let mut measured = (String::new(), Records::new());
     for group in groups {
-        let (run, records) = measure(root, platform, &group, &features, err)?;
+        let (run, records) = measure(root, platform, &group, &features, !options.verify, err)?;
         if measured.0.is_empty() {
             measured.0 = run;
         }
@@ -1215,6 +1215,7 @@ fn measure(
     platform: Platform,
     filters: &[String],
     features: &str,
+    keep: bool,
     err: &mut dyn Write,
 ) -> Result<(String, Records), String> {
     let results = std::env::temp_dir().join(format!(
@@ -1249,8 +1250,49 @@ fn measure(
         .map_err(|e| format!("error: cannot run cargo: {e}"))?;
     // Failed cells make cargo exit 101; that is what is being measured. No record at all is not.
     let records = read_records(&results, platform, err);
+    if keep && let Ok((run, _)) = &records {
+        keep_records(&results, platform, run, err);
+    }
     let _ = std::fs::remove_dir_all(&results);
     records.map_err(|e| format!("{e} (cargo exited with {status}; see the build output above)"))
+}
+
+/// A measurement's records, kept in the checkout's results folder
+/// (`results/gen-import-<platform>-<run>.jsonl`, which `gen results import`
+/// reads): the entries written from them cite each by its name, and the
+/// store keeps an error's cause only, so the whole error and page log stay
+/// there. A verification writes no entry and keeps none.
+fn keep_records(scratch: &Path, platform: Platform, run: &str, err: &mut dyn Write) {
+    let kept = hwmatrix_cell::paths::results_dir().and_then(|dir| {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(scratch)
+            .map_err(|e| format!("{}: {e}", scratch.display()))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        files.sort();
+        let mut text = String::new();
+        for file in &files {
+            text.push_str(
+                &std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?,
+            );
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let path = dir.join(format!("gen-import-{platform}-{run}.jsonl"));
+        hwmatrix_specs::files::write_atomically(&path, text.as_bytes())?;
+        Ok(path)
+    });
+    let _ = match kept {
+        Ok(path) => writeln!(
+            err,
+            "the run's records: {} (`gen results import` reads them; `gen results show RECORD` prints the one an entry cites)",
+            path.display()
+        ),
+        Err(why) => writeln!(
+            err,
+            "warning: the run's records are not kept ({why}): its entries cite records no database will hold"
+        ),
+    };
 }
 
 type Records = BTreeMap<(String, EngineKind), Measured>;
