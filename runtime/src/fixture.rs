@@ -624,6 +624,7 @@ mod tests {
             spec_digest: "s".into(),
             cache_key: Some("k1".into()),
             nncf_key: Some(nncf_key.into()),
+            built_on: None,
             parts: Default::default(),
         };
         let mut fixture = Fixture {

@@ -205,8 +205,12 @@ fn record_content(plan: &Plan, root: &Path, log: &mut dyn Write) -> Result<usize
             continue;
         }
         let nncf_key = key_in(&dir, hwmatrix_cell::paths::NNCF_RECORD, "key");
+        // Taken again where it does not name the CPU class that built the fixture.
         let current = Content::read(&dir).is_some_and(|c| {
-            c.spec_digest == spec_digest && c.cache_key == cache_key && c.nncf_key == nncf_key
+            c.spec_digest == spec_digest
+                && c.cache_key == cache_key
+                && c.nncf_key == nncf_key
+                && c.built_on.is_some()
         });
         if current {
             continue;

@@ -41,6 +41,12 @@ pub struct Content {
     pub cache_key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nncf_key: Option<String>,
+    /// The CPU class of the machine that built it (`x86-64 avx512-vnni`):
+    /// PyTorch's references and the calibrated variants are computed on its
+    /// kernels, so two classes' builds of one recipe can differ in their last
+    /// bits, and only builds of one class are compared by content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built_on: Option<String>,
     /// sha256 of each part, by name (`graph`, `torchscript`, `meta`, `shape1`,
     /// `shape2`, `linear`, a precision's name such as `int8` or `nncf_int4`,
     /// `generation`). A part the fixture lacks is absent.
@@ -105,6 +111,7 @@ impl Content {
             spec_digest: spec_digest.to_string(),
             cache_key,
             nncf_key,
+            built_on: Some(crate::CpuClass::here().class.clone()),
             parts,
         })
     }
@@ -122,14 +129,38 @@ impl Content {
     }
 
     /// The digest of what `check` reads on `engine`: the parts
-    /// [`parts_read`] names, each with its digest or as absent.
+    /// [`parts_read`] names, each with its digest or as absent; and the
+    /// class the fixture was built on (`1a2b... on x86-64 avx2`), which
+    /// [`comparable`] reads.
     pub fn check_digest(&self, check: &str, engine: EngineKind) -> String {
         let mut hasher = Sha256::new();
         for part in parts_read(check, engine) {
             let digest = self.parts.get(part).map_or("-", String::as_str);
             hasher.update(format!("{part}={digest}\n"));
         }
-        hex(&hasher.finalize())[..16].to_string()
+        let digest = hex(&hasher.finalize())[..16].to_string();
+        match &self.built_on {
+            Some(class) => format!("{digest}{BUILT_ON}{class}"),
+            None => digest,
+        }
+    }
+}
+
+const BUILT_ON: &str = " on ";
+
+/// Whether two check digests can be compared, and whether they are the same
+/// content: the digests themselves, where both fixtures were built on one CPU
+/// class or either does not say; None (not comparable) for builds of two
+/// classes, whose bytes may differ in their last bits by the kernels alone.
+pub fn comparable(then: &str, now: &str) -> Option<bool> {
+    let split = |d: &str| match d.split_once(BUILT_ON) {
+        Some((digest, class)) => (digest.to_string(), Some(class.to_string())),
+        None => (d.to_string(), None),
+    };
+    let ((a, a_class), (b, b_class)) = (split(then), split(now));
+    match (a_class, b_class) {
+        (Some(x), Some(y)) if x != y => None,
+        _ => Some(a == b),
     }
 }
 

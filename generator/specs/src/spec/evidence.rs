@@ -284,14 +284,23 @@ impl Entry {
         if self.provenance.legacy.is_some() {
             return Some("recorded before evidence carried its run, host and versions".into());
         }
-        match (self.provenance.content.as_deref(), today.content.as_slice()) {
-            (Some(then), now) if !now.is_empty() && !now.iter().any(|n| n == then) => {
+        // Only builds of one CPU class compare by content (hwmatrix_cell::content::comparable).
+        let comparable: Vec<bool> = match self.provenance.content.as_deref() {
+            Some(then) => today
+                .content
+                .iter()
+                .filter_map(|now| hwmatrix_cell::content::comparable(then, now))
+                .collect(),
+            None => Vec::new(),
+        };
+        match (self.provenance.content.as_deref(), comparable.as_slice()) {
+            (Some(then), same) if !same.is_empty() && !same.contains(&true) => {
                 return Some(format!(
                     "it read fixture content {then}, today's fixture holds {} for this check",
-                    now.join(" or ")
+                    today.content.join(" or ")
                 ));
             }
-            (Some(_), now) if !now.is_empty() => {}
+            (Some(_), same) if !same.is_empty() => {}
             _ => {
                 if let Some(key) = self
                     .provenance
@@ -300,7 +309,7 @@ impl Entry {
                     .filter(|key| *key != today.fixture_key)
                 {
                     let unknown = if self.provenance.content.is_some() {
-                        " (today's fixture is not built here to compare content: `gen fixtures`)"
+                        " (today's fixture is not built here, or was built on another CPU class, to compare content)"
                     } else {
                         ""
                     };
@@ -1294,6 +1303,36 @@ mod tests {
         changed.provenance.content = Some("c2".into());
         merge(&mut entries, vec![(key, Some(changed.clone()))], "k2");
         assert_eq!(entries, vec![changed]);
+        // A build on another CPU class is not compared by content: its key decides.
+        let mut measured = failure(Some(Platform::Cpu), "runs", "runs: failed", "k1");
+        measured.provenance.content = Some("c1 on x86-64 avx512-vnni".into());
+        assert!(
+            measured
+                .stale(&today("k1", &["c1 on x86-64 avx512-vnni"]))
+                .is_none()
+        );
+        assert!(
+            measured
+                .stale(&today("k1", &["c9 on x86-64 avx512-vnni"]))
+                .is_some(),
+            "other bytes of a build on the same class"
+        );
+        assert!(
+            measured
+                .stale(&today("k1", &["c9 on x86-64 avx2"]))
+                .is_none(),
+            "another class's build of the same recipe"
+        );
+        assert!(
+            measured
+                .stale(&today("k2", &["c9 on x86-64 avx2"]))
+                .is_some_and(|why| why.contains("another CPU class")),
+            "... under another key"
+        );
+        assert!(
+            measured.stale(&today("k2", &["c1"])).is_none(),
+            "a digest taken before fixtures named their class compares by its bytes"
+        );
     }
 
     #[test]
