@@ -389,7 +389,23 @@ pub fn run(
     };
     let plan = plan::plan(specs, &selection).map_err(|e| format!("error: {e}"))?;
     let selected = select(&plan, platform, options);
-    if selected.cells.is_empty() && selected.quantized.is_empty() {
+    // Re-verifying cpu exports the slice's stored export failures again first.
+    let mut changes: Changes = BTreeMap::new();
+    if options.verify && platform == Platform::Cpu && options.records.is_none() {
+        reexport(specs, models, options.slice, &mut changes, out, err)?;
+    }
+    let nothing_to_run = selected.cells.is_empty() && selected.quantized.is_empty();
+    if nothing_to_run && !changes.is_empty() {
+        return verify(
+            specs,
+            platform,
+            hwmatrix_cell::run::run_id(),
+            &changes,
+            out,
+            err,
+        );
+    }
+    if nothing_to_run {
         let _ = writeln!(
             out,
             "gen import --platform {platform}: no cell to measure (every selected model is a known issue, unsupported or has no engine on {platform})"
@@ -410,7 +426,6 @@ pub fn run(
         }
         None => run_cells(root, specs, platform, &selected, options, err)?,
     };
-    let mut changes: Changes = BTreeMap::new();
     let mut tally = Tally::default();
     for (model, engine) in &selected.cells {
         let Some(measured) = records.get(&(model.spec.model_type.clone(), *engine)) else {
@@ -448,9 +463,6 @@ pub fn run(
         };
         let entries = quantization_changes(&plan, model_type, platform, measured, &mut tally, err);
         changes.entry(model_type).or_default().extend(entries);
-    }
-    if options.verify && platform == Platform::Cpu && options.records.is_none() {
-        reexport(specs, models, options.slice, &mut changes, out, err)?;
     }
     if options.verify {
         if selected.at_our_limit > 0 {
@@ -539,7 +551,7 @@ fn reexport<'a>(
     };
     let _ = writeln!(
         out,
-        "gen import --platform cpu --verify: exporting again the {} models of this slice whose store holds an export failure: {}",
+        "gen import --platform cpu --verify: exporting again the {} selected models whose store holds an export failure: {}",
         jobs.len(),
         failed_at_export
             .iter()
@@ -1365,8 +1377,9 @@ fn read_records(
     all.retain(|(r, _)| r.run_id == run_id);
     all.sort_by(|(a, _), (b, _)| a.time.cmp(&b.time));
     // The newest record per check and component; then per check, a failed component decides.
-    let mut newest: BTreeMap<(String, EngineKind, String, Option<String>), (Record, String)> =
-        BTreeMap::new();
+    // (model, engine, check, component) → the record and its name.
+    type CheckOf = (String, EngineKind, String, Option<String>);
+    let mut newest: BTreeMap<CheckOf, (Record, String)> = BTreeMap::new();
     for (record, id) in all {
         newest.insert(
             (
