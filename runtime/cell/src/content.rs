@@ -198,36 +198,89 @@ pub fn parts_read(check: &str, engine: EngineKind) -> Vec<&'static str> {
 /// The TorchScript trace libtorch loads.
 const TORCHSCRIPT: &str = "model.pt";
 
-/// The trace's digest: sha256 over each archive member's name and bytes,
-/// by name, leaving out what libtorch does not compute with: the
-/// `*.debug_pkl` source ranges, which name the files the trace ran through
-/// (the checkout's and the venv's paths, so two checkouts would differ),
-/// and `.data/serialization_id`, a hash of the other members that includes
-/// them. A file that is not a readable zip archive is digested whole.
+/// The trace's digest: sha256 over what libtorch computes with, in a
+/// canonical form. Left out: the `*.debug_pkl` source ranges, which name the
+/// files the trace ran through (the checkout's and the venv's paths, so two
+/// checkouts would differ), and `.data/serialization_id`, a hash of the
+/// other members. Canonical: the class names TorchScript mangles
+/// (`sparse.___torch_mangle_245.Embedding`) count the module types the
+/// worker process created before, in a counter of the process (no argument
+/// of `torch.jit.trace` resets it), and a mangled class gets a file of its
+/// own; so the names are taken without their mangle and code files class by
+/// class. A file that is not a readable zip archive is digested whole.
 fn torchscript_digest(path: &Path) -> std::io::Result<String> {
     let bytes = std::fs::read(path)?;
-    let Some(mut members) = zip_members(&bytes) else {
+    let Some(members) = zip_members(&bytes) else {
         return digest_files(
             path.parent().unwrap_or(Path::new(".")),
             &[TORCHSCRIPT.into()],
         );
     };
-    members.retain(|(name, _)| {
-        !name.ends_with(".debug_pkl") && !name.ends_with(".data/serialization_id")
-    });
-    members.sort();
-    let mut hasher = Sha256::new();
+    let mut pieces: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     for (name, data) in members {
-        hasher.update(format!("{name}\n{}\n", data.len()));
+        if name.ends_with(".debug_pkl") || name.ends_with(".data/serialization_id") {
+            continue;
+        }
+        let (name, data) = (without_mangles(name.as_bytes()), without_mangles(&data));
+        if name.ends_with(b".py") {
+            pieces.extend(classes_of(&data).map(|class| (name.clone(), class.to_vec())));
+        } else {
+            pieces.push((name, data));
+        }
+    }
+    pieces.sort();
+    let mut hasher = Sha256::new();
+    for (name, data) in pieces {
+        hasher.update(&name);
+        hasher.update(format!("\n{}\n", data.len()));
         hasher.update(data);
     }
     Ok(hex(&hasher.finalize()))
 }
 
-/// The members of a zip archive as PyTorch writes it (stored, not
-/// compressed; zip64 where it needs to be): each name and its bytes. None
-/// where the archive is not of that kind.
-fn zip_members(bytes: &[u8]) -> Option<Vec<(String, &[u8])>> {
+/// `text` without TorchScript's mangles: `.___torch_mangle_12` and
+/// `/___torch_mangle_12` (in qualified names and archive paths) removed.
+fn without_mangles(text: &[u8]) -> Vec<u8> {
+    const MANGLE: &[u8] = b"___torch_mangle_";
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        if matches!(text[i], b'.' | b'/') && text[i + 1..].starts_with(MANGLE) {
+            let digits = text[i + 1 + MANGLE.len()..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
+            if digits > 0 {
+                i += 1 + MANGLE.len() + digits;
+                continue;
+            }
+        }
+        out.push(text[i]);
+        i += 1;
+    }
+    out
+}
+
+/// A code file's pieces, each starting at a line that starts a class (the
+/// first may be what comes before the first class).
+fn classes_of(code: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut starts: Vec<usize> = vec![0];
+    starts.extend(
+        (1..code.len()).filter(|&i| code[i - 1] == b'\n' && code[i..].starts_with(b"class ")),
+    );
+    starts.push(code.len());
+    let pieces: Vec<&[u8]> = starts
+        .windows(2)
+        .map(|w| &code[w[0]..w[1]])
+        .filter(|piece| !piece.is_empty())
+        .collect();
+    pieces.into_iter()
+}
+
+/// The members of a zip archive as PyTorch writes it (tensors stored, code
+/// deflated; zip64 where it needs to be): each name and its bytes as the
+/// archive holds them. None where the archive is not of that kind.
+fn zip_members(bytes: &[u8]) -> Option<Vec<(String, Vec<u8>)>> {
     let u16_at = |at: usize| -> Option<u64> {
         Some(u16::from_le_bytes(bytes.get(at..at + 2)?.try_into().ok()?) as u64)
     };
@@ -285,13 +338,20 @@ fn zip_members(bytes: &[u8]) -> Option<Vec<(String, &[u8])>> {
             }
             extra += 4 + len;
         }
-        // Only stored members: their bytes are the file's.
-        (method == 0).then_some(())?;
         let local = usize::try_from(local).ok()?;
         (u32_at(local)? == 0x0403_4b50).then_some(())?;
         let data = local + 30 + u16_at(local + 26)? as usize + u16_at(local + 28)? as usize;
-        let data_end = data.checked_add(usize::try_from(size).ok()?)?;
-        members.push((name.to_string(), bytes.get(data..data_end)?));
+        // Stored (tensors), or deflated (PyTorch's code/*.py).
+        let stored = if method == 0 { size } else { u32_at(at + 20)? };
+        (stored != 0xFFFF_FFFF).then_some(())?;
+        let data_end = data.checked_add(usize::try_from(stored).ok()?)?;
+        let raw = bytes.get(data..data_end)?;
+        let content = match method {
+            0 => raw.to_vec(),
+            8 => miniz_oxide::inflate::decompress_to_vec(raw).ok()?,
+            _ => return None,
+        };
+        members.push((name.to_string(), content));
         at += 46 + name_len + extra_len + comment_len;
     }
     Some(members)
@@ -465,6 +525,38 @@ mod tests {
             ),
         ]);
         assert_ne!(first, other_weights, "a member libtorch reads changed");
+        // One process's trace names a class that an earlier trace took
+        // `m.___torch_mangle_7.B` and gives it a file of its own.
+        let fresh = digest(&[
+            ("model/data.pkl", "c__torch__.m\nA\n"),
+            (
+                "model/code/__torch__/m.py",
+                "class A:\n  b : __torch__.m.B\nclass B:\n  pass\n",
+            ),
+        ]);
+        let after_others = digest(&[
+            ("model/data.pkl", "c__torch__.m.___torch_mangle_3\nA\n"),
+            (
+                "model/code/__torch__/m/___torch_mangle_3.py",
+                "class A:\n  b : __torch__.m.___torch_mangle_7.B\n",
+            ),
+            (
+                "model/code/__torch__/m/___torch_mangle_7.py",
+                "class B:\n  pass\n",
+            ),
+        ]);
+        assert_eq!(
+            fresh, after_others,
+            "names without their mangle, code class by class"
+        );
+        let other_code = digest(&[
+            ("model/data.pkl", "c__torch__.m\nA\n"),
+            (
+                "model/code/__torch__/m.py",
+                "class A:\n  b : __torch__.m.B\nclass B:\n  x : int\n",
+            ),
+        ]);
+        assert_ne!(fresh, other_code, "a class's code changed");
         std::fs::write(&path, "not a zip").unwrap();
         assert_eq!(
             torchscript_digest(&path).unwrap(),
