@@ -111,7 +111,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
         &crate::platforms::OPENVINO,
         &crate::platforms::OPENVINO_ONNX,
         Planned::KnownIssue {
-            reason: "clap on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2 node [model-specs/evidence/clap.yaml] (the store also holds runs)",
+            reason: "clap on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_12 node [model-specs/evidence/clap.yaml] (the store also holds runs)",
             basis: Basis::Evidence,
             stage: Some(Stage::Run),
         },
@@ -121,7 +121,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "runs",
                 planned: Planned::KnownIssue {
-                    reason: "clap on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2 node [model-specs/evidence/clap.yaml]",
+                    reason: "clap on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_17 node [model-specs/evidence/clap.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -129,7 +129,7 @@ pub static OPENVINO_ONNX: Cell = Cell::new(
             CheckPlan {
                 check: "matches_reference",
                 planned: Planned::KnownIssue {
-                    reason: "clap on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2 node [model-specs/evidence/clap.yaml]",
+                    reason: "clap on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_12 node [model-specs/evidence/clap.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },

@@ -138,10 +138,38 @@ pub static QNN_ONNX: Cell = Cell::new(
         &crate::platforms::QNN_ONNX,
         Planned::Run,
     )
+    .with_check_plans(
+        &[
+            CheckPlan {
+                check: "dynamic_shapes",
+                planned: Planned::KnownIssue {
+                    reason: "whisper on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2923 of 14336 elements outside … of the output's spread (… abs) [model-specs/evidence/whisper.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+            },
+        ],
+    )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Qdq8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
+            PrecisionCheck::new(
+                Precision::Qdq8,
+                Planned::KnownIssue {
+                    reason: "whisper on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2923 of 14336 elements outside … of the output's spread (… abs) [model-specs/evidence/whisper.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "whisper on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2923 of 14336 elements outside … of the output's spread (… abs) [model-specs/evidence/whisper.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
         ],
     )
     .computing_float32_in(

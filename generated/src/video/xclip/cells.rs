@@ -139,17 +139,65 @@ pub static OPENVINO_OV: Cell = Cell::new(
             ),
         ],
     );
-/// xclip on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
+/// xclip on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: Cell = Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        Planned::Run,
+        Planned::KnownIssue {
+            reason: "xclip on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xclip.yaml] (the store also holds runs)",
+            basis: Basis::Evidence,
+            stage: Some(Stage::Run),
+        },
+    )
+    .with_check_plans(
+        &[
+            CheckPlan {
+                check: "runs",
+                planned: Planned::KnownIssue {
+                    reason: "xclip on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xclip.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+            },
+            CheckPlan {
+                check: "matches_reference",
+                planned: Planned::KnownIssue {
+                    reason: "xclip on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xclip.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+            },
+            CheckPlan {
+                check: "dynamic_shapes",
+                planned: Planned::KnownIssue {
+                    reason: "xclip on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xclip.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+            },
+        ],
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Qdq8, AgreementBound::new(0.98, 0.1, 0.85)),
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
+            PrecisionCheck::new(
+                Precision::Qdq8,
+                Planned::KnownIssue {
+                    reason: "xclip on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xclip.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "xclip on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Einsum ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xclip.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
         ],
     )
     .computing_float32_in(

@@ -129,9 +129,10 @@ pub static QNN_ONNX: Cell = Cell::new(
         &[
             PrecisionCheck::new(
                 Precision::Qdq8,
-                Planned::NotTested {
-                    reason: "not tested here: vit on qnn with onnxruntime: qdq8_matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/vit.yaml]",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "vit on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output pooler_output: relative L2 error …, above … (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/vit.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),

@@ -7,7 +7,7 @@ mod onnx {
     runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
     runtime::precision_test!(
         qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "not tested here: vit on qnn with onnxruntime: qdq8_matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/vit.yaml]"
+        "known issue: vit on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output pooler_output: relative L2 error …, above … (qdq8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/vit.yaml]"
     );
     runtime::precision_test!(
         fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
