@@ -319,7 +319,10 @@ fn perform(cell: &Cell, check: Check, evidence: &mut Evidence) -> Result<(), Che
     let inputs = fixture.inputs(shape)?;
 
     // One profiled run: its outputs are compared, its profile says where it ran.
-    let mut session = engine::open(cell, &fixture, model, Mode::Profiled)?;
+    let mut session = engine::open(cell, &fixture, model, Mode::Profiled).inspect_err(|_| {
+        // The engine that refused the model, named as a session would name it.
+        evidence.library = engine::library_of(cell);
+    })?;
     let outputs = session.run(&inputs);
     // After the run: an engine may open its model lazily and only then know its library.
     evidence.library = Some(session.library());
@@ -445,6 +448,8 @@ fn generation_loop(cell: &Cell, evidence: &mut Evidence) -> Result<(), CheckErro
     );
     evidence.generation = Some(record);
     if sessions.is_empty() {
+        // No graph opened: the engine that refused the first, named without a session.
+        evidence.library = engine::library_of(cell);
         return verdict;
     }
     evidence.library = sessions.values().next().map(|s| s.library());

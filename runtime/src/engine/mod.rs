@@ -148,6 +148,23 @@ pub fn open(
     }
 }
 
+/// The library the cell's engine runs in, as [`Session::library`] names it,
+/// without a session: a check whose model failed to open still says which
+/// engine refused it, so its stored failure can go stale when that engine
+/// changes. None where the engine itself is missing (its error says so), and for
+/// the browser engine, whose model opens in the page at the first run (a check
+/// that stopped before it failed in the harness or the browser, not the model).
+pub fn library_of(cell: &Cell) -> Option<String> {
+    match *cell.engine {
+        Engine::OnnxRuntime { provider, .. } => onnx::library_of(provider),
+        #[cfg(feature = "openvino")]
+        Engine::OpenVino { .. } => openvino::library_of(),
+        #[cfg(feature = "torch")]
+        Engine::Libtorch { .. } => Some(torch::library()),
+        _ => None,
+    }
+}
+
 /// Opens an ONNX graph of the model (its fixture's, a variant, a generation
 /// fixture's decoder) with the cell's engine, strictly; the named axes of
 /// `inputs` are fixed per run where the engine builds static graphs.

@@ -136,18 +136,11 @@ impl OnnxSession {
         static_inputs: Option<StaticInputs>,
         nodes: GraphNodes,
     ) -> Result<OnnxSession, CheckError> {
-        let (_, library) = environment(provider)?;
-        let mut library = library.display().to_string();
-        let mut device = None;
-        if let Some(plugin) = plugin(provider)? {
-            library = format!(
-                "{library} with the {} plugin {} ({})",
-                provider.ort_name(),
-                plugin_wheel(plugin),
-                plugin.display()
-            );
-            device = Some(plugin_devices(provider)?.join("; "));
-        }
+        let library = described_library(provider)?;
+        let device = match plugin(provider)? {
+            Some(_) => Some(plugin_devices(provider)?.join("; ")),
+            None => None,
+        };
         if provider == ExecutionProvider::WebGpu {
             // Left in `Drop`, which runs for this session from here on, even if its build fails.
             claim_context(&fixture_of(model));
@@ -327,6 +320,30 @@ fn turn(provider: ExecutionProvider) -> Option<std::sync::MutexGuard<'static, ()
     static WEBGPU: Mutex<()> = Mutex::new(());
     (provider == ExecutionProvider::WebGpu)
         .then(|| WEBGPU.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// The library `provider`'s sessions run in, as records name it (`onnxruntime
+/// (<library>)`): ONNX Runtime's, with its plugin and the plugin's wheel where the
+/// provider is one (what staleness compares). Known before any session opens, so a
+/// check whose model fails to open names the engine that refused it ([`library_of`]).
+fn described_library(provider: ExecutionProvider) -> Result<String, CheckError> {
+    let (_, library) = environment(provider)?;
+    let library = library.display();
+    Ok(match plugin(provider)? {
+        Some(plugin) => format!(
+            "onnxruntime ({library} with the {} plugin {} ({}))",
+            provider.ort_name(),
+            plugin_wheel(plugin),
+            plugin.display()
+        ),
+        None => format!("onnxruntime ({library})"),
+    })
+}
+
+/// [`Session::library`] of `provider`'s sessions, without one: for a check that
+/// stopped before its session opened (a model the engine cannot load).
+pub fn library_of(provider: ExecutionProvider) -> Option<String> {
+    described_library(provider).ok()
 }
 
 /// The plugin library a provider registers from, registered into the process's
@@ -717,7 +734,7 @@ impl super::Session for OnnxSession {
     }
 
     fn library(&self) -> String {
-        format!("onnxruntime ({})", self.library)
+        self.library.clone()
     }
 
     fn device(&self) -> Option<String> {

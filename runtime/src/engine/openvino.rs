@@ -116,6 +116,12 @@ pub fn open(device: &'static str, graph: &Path) -> Result<Box<dyn Session>, Chec
     }))
 }
 
+/// The OpenVINO sessions run in, as records name it, without a session: for a check
+/// whose model OpenVINO could not read or compile.
+pub fn library_of() -> Option<String> {
+    loaded_library().ok().cloned()
+}
+
 /// Loads OpenVINO's C library once per process (found by a scan of its venv) and says which
 /// it is, for records: `OpenVINO 2026.4.1 (<path>)`.
 fn loaded_library() -> Result<&'static String, CheckError> {

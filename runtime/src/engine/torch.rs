@@ -48,6 +48,24 @@ pub fn linked_library() -> Option<&'static str> {
     option_env!("HWMATRIX_LIBTORCH_LIB")
 }
 
+/// The libtorch sessions run in, as records name it (`libtorch 2.13.0+cpu
+/// (<folder>)`): read once per process (torch/version.py), not per session,
+/// and known before a model opens.
+pub fn library() -> String {
+    static LIBRARY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LIBRARY
+        .get_or_init(|| {
+            let version = hwmatrix_platforms::libtorch::find()
+                .map(|(_, v)| v)
+                .unwrap_or_else(|_| "unknown version".into());
+            format!(
+                "libtorch {version} ({})",
+                linked_library().unwrap_or("linked folder unknown")
+            )
+        })
+        .clone()
+}
+
 /// What went wrong, from a libtorch message. Those carry a TorchScript
 /// traceback and a C++ backtrace: the first line says where it failed ("The
 /// following operation failed in the TorchScript interpreter"), and for the
@@ -337,20 +355,8 @@ mod imp {
             })
         }
 
-        /// Read once per process (torch/version.py), not per session.
         fn library(&self) -> String {
-            static LIBRARY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-            LIBRARY
-                .get_or_init(|| {
-                    let version = hwmatrix_platforms::libtorch::find()
-                        .map(|(_, v)| v)
-                        .unwrap_or_else(|_| "unknown version".into());
-                    format!(
-                        "libtorch {version} ({})",
-                        super::linked_library().unwrap_or("linked folder unknown")
-                    )
-                })
-                .clone()
+            super::library()
         }
 
         fn threads(&self) -> Threads {

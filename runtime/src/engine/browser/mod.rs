@@ -380,6 +380,15 @@ pub(crate) fn timeout(step: &str, limit: Duration) -> CheckError {
     )
 }
 
+/// The version of the onnxruntime-web the pages import, from its package.json: what
+/// the harness's `ort.env.versions.web` reports once a model opened.
+fn installed_ort_version() -> Option<String> {
+    let dist = platforms::browser::onnxruntime_web_dist().ok()?;
+    let text = std::fs::read_to_string(dist.parent()?.join("package.json")).ok()?;
+    let package: Value = serde_json::from_str(&text).ok()?;
+    package.get("version")?.as_str().map(str::to_string)
+}
+
 struct BrowserSession {
     page: Option<PageSession>,
     /// The engine and the model: this cell's steps in `HWMATRIX_WEB_STEPS`.
@@ -638,10 +647,14 @@ impl Session for BrowserSession {
     fn library(&self) -> String {
         let page = self.page();
         let found = self.opened().map(|o| &o.found);
+        // The page's own account once a model opened; before that (a model it could not
+        // load), the version of the package it imported, so that failure names it too.
         let ort = found
             .and_then(|f| f.get("ortVersion"))
             .and_then(Value::as_str)
-            .unwrap_or("?");
+            .map(str::to_string)
+            .or_else(installed_ort_version)
+            .unwrap_or_else(|| "?".into());
         let device = match self.backend {
             BrowserBackend::Webgpu => {
                 let adapter = found
