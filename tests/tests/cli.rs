@@ -564,6 +564,23 @@ fn records_without_a_cpu_class_are_classed_by_the_flags_of_their_machine() {
         classes.contains("class: x86-64 avx2\n  cpu: x86-64 avx2 (avx2)\n  run: avx2-run"),
         "{classes}"
     );
+    // Once the class is on record, a run of some models leaves its counts as they were.
+    std::fs::write(
+        &classes_file,
+        "classes:\n- platform: cpu\n  class: x86-64 avx2\n  cpu: x86-64 avx2 (avx2)\n  run: avx2-run\n  date: 2026-12-01T21:36:19Z\n  host: vm\n  checks:\n    int8_matches_reference: {measured: 522, passed: 314}\n",
+    )
+    .unwrap();
+    let run = import();
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains(
+            "CPU class x86-64 avx2 (run avx2-run) kept as its last whole run measured it"
+        ),
+        "{}",
+        run.stdout
+    );
+    let kept = std::fs::read_to_string(&classes_file).unwrap();
+    assert!(kept.contains("measured: 522"), "{kept}");
     // A file without a flags line is refused, naming it.
     std::fs::write(&flags, "model name : nothing\n").unwrap();
     let run = import();

@@ -475,7 +475,14 @@ pub fn run(
         return verify(specs, platform, &run_id, &changes, out, err);
     }
     let written = write_store(specs, changes)?;
-    let classes = record_classes(specs, &plan, platform, &run_id, &records)?;
+    let classes = record_classes(
+        specs,
+        &plan,
+        platform,
+        &run_id,
+        &records,
+        !models.is_empty(),
+    )?;
     let _ = writeln!(
         out,
         "gen import --platform {platform} (run {run_id}): {} cells measured, {} pass every float32 check, {} with a failed float32 check, {} with precision checks only; {} precision checks did not pass, {} generates checks failed; quantization checks of {} models measured ({} planned), {} failed; {written} evidence files written (run `gen` to regenerate the cells){classes}",
@@ -1006,12 +1013,16 @@ fn quantization_changes(
 /// The CPU classes the run's class-scoped checks ran on, into the store's
 /// list of classes measured (cpu_classes): per class, its checks measured and
 /// passed. Returns the summary line's words for them (empty where none).
+/// A `partial` run (some models) records a class only where none is on record
+/// for its platform: its counts would otherwise replace a whole sweep's, which
+/// doctor and the report read as the class's.
 fn record_classes(
     specs: &Specs,
     plan: &Plan,
     platform: Platform,
     run_id: &str,
     records: &Records,
+    partial: bool,
 ) -> Result<String, String> {
     use hwmatrix_specs::spec::cpu_classes::{self, CheckCount, MeasuredClass};
     // Only cells whose float32 checks are planned to run plan their precision checks: a
@@ -1059,15 +1070,28 @@ fn record_classes(
         return Ok(String::new());
     }
     let mut file = cpu_classes::read(&specs.root)?;
-    let names: Vec<String> = by_class.keys().cloned().collect();
+    let (mut recorded, mut kept) = (Vec::new(), Vec::new());
     for class in by_class.into_values() {
-        file.record(class);
+        match file.measured(platform, &class.class) {
+            Some(earlier) if partial => kept.push(format!("{} (run {})", class.class, earlier.run)),
+            _ => {
+                recorded.push(class.class.clone());
+                file.record(class);
+            }
+        }
     }
     cpu_classes::write(&specs.root, &file)?;
-    Ok(format!(
-        "; CPU class {} recorded as measured",
-        names.join(", ")
-    ))
+    let mut words = String::new();
+    if !recorded.is_empty() {
+        words += &format!("; CPU class {} recorded as measured", recorded.join(", "));
+    }
+    if !kept.is_empty() {
+        words += &format!(
+            "; CPU class {} kept as its last whole run measured it (this run measured some models)",
+            kept.join(", ")
+        );
+    }
+    Ok(words)
 }
 
 /// One write per model's evidence file: every check measured, merged into
