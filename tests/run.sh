@@ -47,14 +47,42 @@ cd "$(dirname "$0")/.."
 # One run id for every test process of this run: the report is this run's records.
 export HWMATRIX_RUN_ID="${HWMATRIX_RUN_ID:-ci-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
 started=$SECONDS
-# Each step's header says how far into the run it starts (the log is the run's timeline).
-step() { printf '\n==> [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$*"; }
+# Each step's header says how far into the run it starts (the log is the run's timeline),
+# and the run ends with the table of them all (`timeline`), also when it fails.
+clock() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+timeline_rows=()
+step() {
+  local at=$((SECONDS - started))
+  printf '\n==> [%s] %s\n' "$(clock "$at")" "$*"
+  timeline_rows+=("$at|$*")
+}
+# The steps in order, each with its start and how long it took until the next began; the
+# jobs that ran beside them (in_background) with their own start and time.
+timeline() {
+  local now=$((SECONDS - started)) i at name next
+  printf '\n==> [%s] the run'"'"'s timeline: each step'"'"'s start and time (to the next step), and the jobs beside them\n' "$(clock "$now")"
+  printf '  %7s %7s  %s\n' start time step
+  for ((i = 0; i < ${#timeline_rows[@]}; i++)); do
+    at=${timeline_rows[i]%%|*} name=${timeline_rows[i]#*|}
+    next=$now
+    ((i + 1 < ${#timeline_rows[@]})) && next=${timeline_rows[i + 1]%%|*}
+    printf '  %7s %7s  %.90s\n' "$(clock "$at")" "$(clock $((next - at)))" "$name"
+  done
+  for name in "${!background_started[@]}"; do
+    at=${background_started[$name]}
+    if [[ -s "${background_ended[$name]:-}" ]]; then
+      printf '  %7s %7s  beside: %s\n' "$(clock "$at")" "$(clock $(($(<"${background_ended[$name]}") - at)))" "$name"
+    else
+      printf '  %7s %7s  beside: %s (still running)\n' "$(clock "$at")" "$(clock $((now - at)))" "$name"
+    fi
+  done | sort -k1,1V
+}
 
 log=$(mktemp)
 # Jobs that run beside the steps after them, each with its own log, joined by
 # `join_background`, which prints its log and fails the run if it failed.
 # HWMATRIX_BESIDE tells test records' timings what shared the cores.
-declare -A background_pid background_log
+declare -A background_pid background_log background_started background_ended
 # A run that stops early stops its background jobs too (each whole tree: the
 # subshell, cargo, the test binary, its browser or children).
 kill_tree() {
@@ -62,11 +90,21 @@ kill_tree() {
   for child in $(pgrep -P "$1"); do kill_tree "$child"; done
   kill "$1" 2>/dev/null || true
 }
-trap 'rm -f "$log" "${background_log[@]}"; for pid in "${background_pid[@]}"; do kill_tree "$pid"; done' EXIT
+trap 'timeline; rm -f "$log" "${background_log[@]}" "${background_ended[@]}"; for pid in "${background_pid[@]}"; do kill_tree "$pid"; done' EXIT
 in_background() {
   local name=$1; shift
   background_log[$name]=$(mktemp)
-  ("$@" > "${background_log[$name]}" 2>&1) &
+  background_ended[$name]=$(mktemp)
+  background_started[$name]=$((SECONDS - started))
+  # The job writes when it ended (the run's clock: a subshell's SECONDS goes on from the run's).
+  # The job itself under errexit as before; the subshell around it records its end whatever its status.
+  (
+    set +e
+    (set -e; "$@") > "${background_log[$name]}" 2>&1
+    status=$?
+    echo $((SECONDS - started)) > "${background_ended[$name]}"
+    exit $status
+  ) &
   background_pid[$name]=$!
 }
 join_background() {
