@@ -533,7 +533,14 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
         ],
     )
-    .with_generation(&super::GENERATION, Planned::Run);
+    .with_generation(
+        &super::GENERATION,
+        Planned::KnownIssue {
+            reason: "led on webgpu with firefox: generates failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml]",
+            basis: Basis::Evidence,
+            stage: Some(Stage::Run),
+        },
+    );
 /// led on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
 pub static WEBGPU_QUANTIZATION: QuantizationCell = QuantizationCell {
     model: &super::MODEL,

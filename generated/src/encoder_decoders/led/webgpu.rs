@@ -95,7 +95,8 @@ mod firefox {
         "known issue: led on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)"
     );
     runtime::generation_test!(
-        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox
+        super::super::cells::WEBGPU_FIREFOX, ignore =
+        "known issue: led on webgpu with firefox: generates failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml]"
     );
 }
 /// led's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

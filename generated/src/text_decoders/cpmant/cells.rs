@@ -389,15 +389,22 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             stage: Some(Stage::Export),
         },
     );
-/// cpmant on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// cpmant on webgpu: not-tested (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: Cell = Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        Planned::Run,
+        Planned::NotTested {
+            reason: "not tested here: cpmant on webgpu with browser: runs failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/cpmant.yaml]",
+            stage: Stage::Run,
+        },
     )
     .with_check_plans(
         &[
+            CheckPlan {
+                check: "matches_reference",
+                planned: Planned::Run,
+            },
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
@@ -413,7 +420,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "cpmant on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/cpmant.yaml]",
+                    reason: "cpmant on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/cpmant.yaml] (the store also holds runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -422,7 +429,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "cpmant on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/cpmant.yaml]",
+                    reason: "cpmant on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/cpmant.yaml] (the store also holds runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -431,7 +438,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "cpmant on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/cpmant.yaml]",
+                    reason: "cpmant on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/cpmant.yaml] (the store also holds runs)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -511,21 +518,22 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::NotTested {
-            reason: "not tested here: cpmant on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cpmant.yaml]",
+            reason: "not tested here: cpmant on webgpu with firefox: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/cpmant.yaml]",
             stage: Stage::Run,
         },
     )
     .with_check_plans(
         &[
             CheckPlan {
-                check: "matches_reference",
+                check: "runs",
                 planned: Planned::Run,
             },
             CheckPlan {
                 check: "dynamic_shapes",
-                planned: Planned::NotTested {
-                    reason: "not tested here: cpmant on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cpmant.yaml]",
-                    stage: Stage::Run,
+                planned: Planned::KnownIssue {
+                    reason: "cpmant on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/cpmant.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
             },
         ],
@@ -534,25 +542,28 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &[
             PrecisionCheck::new(
                 Precision::Fp16,
-                Planned::NotTested {
-                    reason: "not tested here: cpmant on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cpmant.yaml] (the store also holds runs)",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "cpmant on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/cpmant.yaml] (the store also holds matches_reference)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
             ),
             PrecisionCheck::new(
                 Precision::Q4,
-                Planned::NotTested {
-                    reason: "not tested here: cpmant on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cpmant.yaml] (the store also holds runs)",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "cpmant on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/cpmant.yaml] (the store also holds matches_reference)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::NotTested {
-                    reason: "not tested here: cpmant on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cpmant.yaml] (the store also holds runs)",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "cpmant on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/cpmant.yaml] (the store also holds matches_reference)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
