@@ -275,7 +275,8 @@ fn disagreement(
             // gone before a record), named who failed without measuring it: outcome only.
             let unnamed = s.provenance.legacy.is_some() || s.error_kind.is_some_and(could_not_run);
             unmeasured
-                || (!unnamed && (s.attribution != m.attribution || s.error_kind != m.error_kind))
+                || (!unnamed
+                    && (s.attribution != m.attribution || !same_kind(s.error_kind, m.error_kind)))
         }
         _ => outcome(stored) != outcome(measured),
     };
@@ -297,6 +298,17 @@ fn disagreement(
             status(measured)
         )
     })
+}
+
+/// Whether two failures' kinds say the same thing. Wrong values are one
+/// failure whether they read as NaN or as finite numbers: a graph that reads
+/// memory it never wrote gives either, run to run (siglip2's TorchScript trace
+/// at batch 2, on one fixture within the hour: non-finite, then
+/// out-of-tolerance). Every other kind agrees only with itself.
+fn same_kind(stored: Option<ErrorKind>, measured: Option<ErrorKind>) -> bool {
+    let wrong_values =
+        |k: Option<ErrorKind>| matches!(k, Some(ErrorKind::NonFinite | ErrorKind::OutOfTolerance));
+    stored == measured || (wrong_values(stored) && wrong_values(measured))
 }
 
 /// Whether a failure of this kind means the check could not run here: it
@@ -1691,6 +1703,18 @@ mod tests {
             ..engine.clone()
         };
         assert!(disagreement("bert", &key, Some(&another_kind), Some(&engine)).is_some());
+        // Wrong values agree whether they were NaN or finite; never with a failure to load.
+        let kinded = |kind| Entry {
+            error_kind: Some(kind),
+            ..engine.clone()
+        };
+        let (nan, off) = (
+            kinded(ErrorKind::NonFinite),
+            kinded(ErrorKind::OutOfTolerance),
+        );
+        assert_eq!(disagreement("bert", &key, Some(&nan), Some(&off)), None);
+        assert_eq!(disagreement("bert", &key, Some(&off), Some(&nan)), None);
+        assert!(disagreement("bert", &key, Some(&nan), Some(&another_kind)).is_some());
         // A check that could not run measured nothing: it never agrees with the engine's failure.
         let absent = Entry {
             error_kind: Some(ErrorKind::PlatformAbsent),
