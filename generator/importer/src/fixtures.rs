@@ -205,12 +205,15 @@ fn record_content(plan: &Plan, root: &Path, log: &mut dyn Write) -> Result<usize
             continue;
         }
         let nncf_key = key_in(&dir, hwmatrix_cell::paths::NNCF_RECORD, "key");
-        // Taken again where it does not name the CPU class that built the fixture.
+        // Taken again where it does not name the CPU that built the fixture (its
+        // class and kernel features): the cache is this machine's.
         let current = Content::read(&dir).is_some_and(|c| {
             c.spec_digest == spec_digest
                 && c.cache_key == cache_key
                 && c.nncf_key == nncf_key
-                && c.built_on.is_some()
+                && c.built_on
+                    .as_deref()
+                    .is_some_and(hwmatrix_cell::content::names_the_features)
         });
         if current {
             continue;

@@ -41,10 +41,13 @@ pub struct Content {
     pub cache_key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nncf_key: Option<String>,
-    /// The CPU class of the machine that built it (`x86-64 avx512-vnni`):
-    /// PyTorch's references and the calibrated variants are computed on its
-    /// kernels, so two classes' builds of one recipe can differ in their last
-    /// bits, and only builds of one class are compared by content.
+    /// The CPU that built it, by its class and the features that choose its
+    /// kernels ([`crate::cpu_class::built_on`]: `x86-64 avx512-vnni (avx512_vnni
+    /// ... fma avx512vl avx512dq)`): PyTorch's references and the calibrated
+    /// variants are computed on its kernels, so two such CPUs' builds of one
+    /// recipe can differ in their last bits, and only builds on the same are
+    /// compared by content. Records taken before it named the features name
+    /// the class alone (`x86-64 avx512-vnni`); see [`names_the_features`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub built_on: Option<String>,
     /// sha256 of each part, by name (`graph`, `torchscript`, `meta`, `shape1`,
@@ -111,7 +114,7 @@ impl Content {
             spec_digest: spec_digest.to_string(),
             cache_key,
             nncf_key,
-            built_on: Some(crate::CpuClass::here().class.clone()),
+            built_on: Some(crate::cpu_class::built_on_here().to_string()),
             parts,
         })
     }
@@ -130,8 +133,8 @@ impl Content {
 
     /// The digest of what `check` reads on `engine`: the parts
     /// [`parts_read`] names, each with its digest or as absent; and the
-    /// class the fixture was built on (`1a2b... on x86-64 avx2`), which
-    /// [`comparable`] reads.
+    /// CPU the fixture was built on (`1a2b... on x86-64 avx2 (avx2 fma)`),
+    /// which [`comparable`] reads.
     pub fn check_digest(&self, check: &str, engine: EngineKind) -> String {
         let mut hasher = Sha256::new();
         for part in parts_read(check, engine) {
@@ -148,10 +151,18 @@ impl Content {
 
 const BUILT_ON: &str = " on ";
 
+/// Whether a content record's `built_on` names the CPU's kernel features, not
+/// its class alone (as records taken before did, whose CPUs of one class may
+/// still have differed): `gen fixtures` takes those again.
+pub fn names_the_features(built_on: &str) -> bool {
+    built_on.ends_with(')')
+}
+
 /// Whether two check digests can be compared, and whether they are the same
-/// content: the digests themselves, where both fixtures were built on one CPU
-/// class or either does not say; None (not comparable) for builds of two
-/// classes, whose bytes may differ in their last bits by the kernels alone.
+/// content: the digests themselves, where both fixtures were built on the
+/// same CPU (class and kernel features) or either does not say; None (not
+/// comparable) for builds on two, whose bytes may differ in their last bits
+/// by the kernels alone (a digest that names its class alone is another).
 pub fn comparable(then: &str, now: &str) -> Option<bool> {
     let split = |d: &str| match d.split_once(BUILT_ON) {
         Some((digest, class)) => (digest.to_string(), Some(class.to_string())),
@@ -207,7 +218,13 @@ const TORCHSCRIPT: &str = "model.pt";
 /// worker process created before, in a counter of the process (no argument
 /// of `torch.jit.trace` resets it), and a mangled class gets a file of its
 /// own; so the names are taken without their mangle and code files class by
-/// class. A file that is not a readable zip archive is digested whole.
+/// class. How many classes a module type becomes depends on that history
+/// too (a worker that traced other models first split bert's 7 classes over
+/// 16 files), and a file numbers its local names across all its classes
+/// (`_18` or `_0`, `input0` or `input2`): so each class's local names are
+/// numbered by first appearance ([`with_locals_renumbered`]) and a class
+/// written twice counts once. A file that is not a readable zip archive is
+/// digested whole.
 fn torchscript_digest(path: &Path) -> std::io::Result<String> {
     let bytes = std::fs::read(path)?;
     let Some(members) = zip_members(&bytes) else {
@@ -217,17 +234,21 @@ fn torchscript_digest(path: &Path) -> std::io::Result<String> {
         );
     };
     let mut pieces: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut classes: std::collections::BTreeSet<(Vec<u8>, Vec<u8>)> = Default::default();
     for (name, data) in members {
         if name.ends_with(".debug_pkl") || name.ends_with(".data/serialization_id") {
             continue;
         }
         let (name, data) = (without_mangles(name.as_bytes()), without_mangles(&data));
         if name.ends_with(b".py") {
-            pieces.extend(classes_of(&data).map(|class| (name.clone(), class.to_vec())));
+            classes.extend(
+                classes_of(&data).map(|class| (name.clone(), with_locals_renumbered(class))),
+            );
         } else {
             pieces.push((name, data));
         }
     }
+    pieces.extend(classes);
     pieces.sort();
     let mut hasher = Sha256::new();
     for (name, data) in pieces {
@@ -257,6 +278,45 @@ fn without_mangles(text: &[u8]) -> Vec<u8> {
         }
         out.push(text[i]);
         i += 1;
+    }
+    out
+}
+
+/// TorchScript code with its local names numbered by first appearance: a
+/// name that ends in digits and is not an attribute (no `.` before it:
+/// `_18`, `input2`, not `CONSTANTS.c1` or `torch.conv2d`) becomes its stem
+/// and its place among the names of that stem (`_#0`, `input#1`). The
+/// numbering is a bijection within the piece, so code that differs in more
+/// than the names its file gave its locals still differs.
+fn with_locals_renumbered(code: &[u8]) -> Vec<u8> {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut names: BTreeMap<&[u8], Vec<u8>> = BTreeMap::new();
+    let mut per_stem: BTreeMap<&[u8], usize> = BTreeMap::new();
+    let mut out = Vec::with_capacity(code.len());
+    let mut i = 0;
+    while i < code.len() {
+        let starts_name = (code[i].is_ascii_alphabetic() || code[i] == b'_')
+            && (i == 0 || !(word(code[i - 1]) || code[i - 1] == b'.'));
+        if !starts_name {
+            out.push(code[i]);
+            i += 1;
+            continue;
+        }
+        let end = i + code[i..].iter().take_while(|&&b| word(b)).count();
+        let name = &code[i..end];
+        let stem_len = name.len() - name.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+        if stem_len == name.len() || stem_len == 0 {
+            out.extend_from_slice(name);
+        } else {
+            let stem = &name[..stem_len];
+            let renamed = names.entry(name).or_insert_with(|| {
+                let n = per_stem.entry(stem).or_insert(0);
+                *n += 1;
+                format!("{}#{}", String::from_utf8_lossy(stem), *n - 1).into_bytes()
+            });
+            out.extend_from_slice(renamed);
+        }
+        i = end;
     }
     out
 }
@@ -557,6 +617,38 @@ mod tests {
             ),
         ]);
         assert_ne!(fresh, other_code, "a class's code changed");
+        // bert traced first in its worker, and after other models: its layers'
+        // classes in one file, whose local names count across the classes, or
+        // the same class written twice, each in a file of its own.
+        let one_file = digest(&[(
+            "model/code/__torch__/m.py",
+            "class A:\n  def forward(self, x):\n    _0 = torch.add(x, x)\n    return _0\n\
+             class L:\n  def forward(self, x):\n    _1 = torch.softmax(x, -1)\n    input0 = torch.relu(_1)\n    return input0\n",
+        )]);
+        let split = digest(&[
+            (
+                "model/code/__torch__/m.py",
+                "class A:\n  def forward(self, x):\n    _0 = torch.add(x, x)\n    return _0\n",
+            ),
+            (
+                "model/code/__torch__/m/___torch_mangle_4.py",
+                "class L:\n  def forward(self, x):\n    _0 = torch.softmax(x, -1)\n    input2 = torch.relu(_0)\n    return input2\n",
+            ),
+            (
+                "model/code/__torch__/m/___torch_mangle_5.py",
+                "class L:\n  def forward(self, x):\n    _7 = torch.softmax(x, -1)\n    input0 = torch.relu(_7)\n    return input0\n",
+            ),
+        ]);
+        assert_eq!(
+            one_file, split,
+            "local names by first appearance, a class once"
+        );
+        let swapped = digest(&[(
+            "model/code/__torch__/m.py",
+            "class A:\n  def forward(self, x):\n    _0 = torch.add(x, x)\n    return _0\n\
+             class L:\n  def forward(self, x):\n    _1 = torch.softmax(x, -1)\n    input0 = torch.relu(_1)\n    return _1\n",
+        )]);
+        assert_ne!(one_file, swapped, "which local a line uses still counts");
         std::fs::write(&path, "not a zip").unwrap();
         assert_eq!(
             torchscript_digest(&path).unwrap(),
@@ -568,6 +660,31 @@ mod tests {
 
     /// A rebuild with another key and the same bytes keeps every digest; a
     /// changed variant changes its own check's digest only.
+    /// Digests compare only between builds on the same CPU, class and kernel
+    /// features: a digest naming its class alone (taken before) or another
+    /// CPU of the same class is not comparable, and the build key decides.
+    #[test]
+    fn digests_compare_between_builds_on_the_same_cpu() {
+        let ice_lake = "x86-64 avx512-vnni (avx512_vnni avx512bw avx512f avx2 fma)";
+        let sapphire = "x86-64 avx512-vnni (avx512_vnni avx512bw avx512f avx_vnni avx2 fma)";
+        let on = |digest: &str, cpu: &str| format!("{digest}{BUILT_ON}{cpu}");
+        assert_eq!(
+            comparable(&on("aa", ice_lake), &on("aa", ice_lake)),
+            Some(true)
+        );
+        assert_eq!(
+            comparable(&on("aa", ice_lake), &on("bb", ice_lake)),
+            Some(false)
+        );
+        assert_eq!(comparable(&on("aa", ice_lake), &on("bb", sapphire)), None);
+        assert_eq!(
+            comparable(&on("aa", "x86-64 avx512-vnni"), &on("bb", ice_lake)),
+            None,
+            "the class alone names another CPU"
+        );
+        assert!(names_the_features(ice_lake) && !names_the_features("x86-64 avx512-vnni"));
+    }
+
     #[test]
     fn digests_follow_the_bytes_a_check_reads() {
         let dir = std::env::temp_dir().join(format!("hwmatrix-content-{}", std::process::id()));

@@ -102,10 +102,7 @@ impl CpuClass {
     /// The class of the `flags` line of a `/proc/cpuinfo`-like text
     /// (`flags : ...` on x86, `Features : ...` on arm64); None without one.
     pub fn from_cpuinfo(text: &str) -> Option<CpuClass> {
-        text.lines().find_map(|line| {
-            let (key, value) = line.split_once(':')?;
-            matches!(key.trim(), "flags" | "Features").then(|| CpuClass::from_flags(value))
-        })
+        flags_line(text).map(CpuClass::from_flags)
     }
 
     /// This machine's class, read once per process.
@@ -124,6 +121,66 @@ impl CpuClass {
     pub fn describe(&self) -> String {
         format!("{} ({})", self.class, self.features.join(" "))
     }
+}
+
+/// The features besides a class's own that choose the float kernels a fixture
+/// is computed with (oneDNN's and MKL's ISA levels under PyTorch's references
+/// and the quantizers' calibration; arm64's half and bfloat16 arithmetic).
+/// Two CPUs of one class can differ here: this machine's Ice Lake (no
+/// AVX-VNNI, no AVX-512 BF16) and a Sapphire Rapids without AMX exposed are
+/// both `x86-64 avx512-vnni`, and their exports of clap differ in bytes.
+const X86_FLOAT_FEATURES: [&str; 6] = [
+    "fma",
+    "avx512vl",
+    "avx512dq",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_bf16",
+];
+const ARM64_FLOAT_FEATURES: [&str; 4] = ["asimdhp", "fphp", "bf16", "sve2"];
+
+/// What a fixture's bytes may depend on of the CPU that built it: its class
+/// and every feature that chooses an integer or float kernel
+/// (`x86-64 avx512-vnni (avx512_vnni avx512bw avx512f avx2 fma avx512vl avx512dq)`).
+/// Fixtures are compared by content only between builds of the same (see
+/// crate::content::comparable).
+pub fn built_on(flags: &str) -> String {
+    let class = CpuClass::from_flags(flags);
+    let words: Vec<&str> = flags.split_whitespace().collect();
+    let float: &[&str] = if class.class.starts_with("arm64") {
+        &ARM64_FLOAT_FEATURES
+    } else {
+        &X86_FLOAT_FEATURES
+    };
+    let mut features = class.features.clone();
+    features.extend(
+        float
+            .iter()
+            .filter(|f| words.contains(f))
+            .map(|f| f.to_string()),
+    );
+    format!("{} ({})", class.class, features.join(" "))
+}
+
+/// [`built_on`] for this machine, read once per process; where no
+/// `/proc/cpuinfo` tells the flags, the class with its own features.
+pub fn built_on_here() -> &'static str {
+    static HERE: OnceLock<String> = OnceLock::new();
+    HERE.get_or_init(|| {
+        std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|text| flags_line(&text).map(built_on))
+            .unwrap_or_else(|| CpuClass::here().describe())
+    })
+}
+
+/// The flags of a `/proc/cpuinfo`-like text (`flags : ...` on x86,
+/// `Features : ...` on arm64).
+fn flags_line(text: &str) -> Option<&str> {
+    text.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        matches!(key.trim(), "flags" | "Features").then_some(value)
+    })
 }
 
 /// Whether ONNX Runtime's u8 x s8 integer kernels can saturate on a class (no
@@ -208,6 +265,29 @@ mod tests {
         for class in [avx2, vnni] {
             assert!(CLASSES.contains(&class.class.as_str()));
         }
+    }
+
+    /// Two CPUs of one class whose float kernels differ are built on two
+    /// things: this machine's Ice Lake and the Sapphire Rapids the store's
+    /// VNNI runs were made on.
+    #[test]
+    fn a_build_names_the_float_kernels_beside_the_class() {
+        let ice_lake = "sse2 fma avx2 avx512f avx512dq avx512bw avx512vl avx512_vnni gfni";
+        let sapphire = "sse2 fma avx2 avx512f avx512dq avx512bw avx512vl avx512_vnni avx_vnni avx512_bf16 avx512_fp16";
+        assert_eq!(
+            CpuClass::from_flags(ice_lake).class,
+            CpuClass::from_flags(sapphire).class
+        );
+        assert_eq!(
+            built_on(ice_lake),
+            "x86-64 avx512-vnni (avx512_vnni avx512bw avx512f avx2 fma avx512vl avx512dq)"
+        );
+        assert_ne!(built_on(ice_lake), built_on(sapphire));
+        assert_eq!(
+            built_on(ice_lake),
+            built_on(&format!("{ice_lake} hypervisor rdrand"))
+        );
+        assert!(built_on_here().starts_with(&CpuClass::here().class));
     }
 
     #[test]
