@@ -35,6 +35,55 @@ pub fn cause(error: &str) -> String {
     shorten(&mask_decimals(clause), 160)
 }
 
+/// `error` with what a run measures of itself masked as `…`: its decimals
+/// (an error, a bound, a reference's last digits, which two CPUs compute
+/// apart) and its durations (`242 µs`, `1830 ms`, and the share of time
+/// after one: `(0%)`). Two errors that differ only there say the same: a
+/// re-measurement keeps the store's wording and takes only its provenance.
+pub fn without_measured_figures(error: &str) -> String {
+    let masked = mask_decimals(error);
+    let mut out = String::with_capacity(masked.len());
+    let mut rest = masked.as_str();
+    while let Some(at) = rest.find(|c: char| c.is_ascii_digit()) {
+        let (before, from) = rest.split_at(at);
+        out.push_str(before);
+        let digits = from.chars().take_while(char::is_ascii_digit).count();
+        let after = &from[digits..];
+        let glued = before
+            .chars()
+            .last()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        // A unit ends where a word does (`17 s3` is no duration).
+        let unit = [" µs", " ms", " ns", " s"].into_iter().find(|unit| {
+            !glued
+                && after
+                    .strip_prefix(unit)
+                    .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+        });
+        match unit {
+            Some(unit) => {
+                out.push('…');
+                out.push_str(unit);
+                rest = &after[unit.len()..];
+                // The share of a run's time that follows a duration: `(0%)`.
+                if let Some(share) = rest.strip_prefix(" (").and_then(|r| {
+                    let n = r.chars().take_while(char::is_ascii_digit).count();
+                    (n > 0 && r[n..].starts_with("%)")).then(|| &r[n + 2..])
+                }) {
+                    out.push_str(" (…%)");
+                    rest = share;
+                }
+            }
+            None => {
+                out.push_str(&from[..digits]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// `text` up to the parenthesis a cut left open (`in its worst row (of 2`):
 /// a clause that ends inside a parenthesis ends before it.
 fn without_open_parenthesis(text: &str) -> &str {
@@ -106,6 +155,41 @@ fn mask_decimals(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two runs of one failing check differ in what they measured of
+    /// themselves (timings, a reference's last digits), never in the rest.
+    #[test]
+    fn errors_compare_without_what_a_run_measures_of_itself() {
+        let qnn = |cpu_us: u32, cpu_share: u32, htp_us: u32| {
+            format!(
+                "not every node ran on QNNExecutionProvider: Reshape ×8 on CPUExecutionProvider ran elsewhere (CPUExecutionProvider: 12 nodes (71%), {cpu_us} µs ({cpu_share}%); QNNExecutionProvider: 5 nodes (29%), {htp_us} µs (100%))"
+            )
+        };
+        assert_eq!(
+            without_measured_figures(&qnn(242, 0, 433622)),
+            without_measured_figures(&qnn(218, 1, 367308))
+        );
+        assert!(without_measured_figures(&qnn(242, 0, 1)).contains("12 nodes (71%), … µs (…%)"));
+        let reference = |expected: &str| {
+            format!(
+                "top-1 agreement 0.5000, below 0.75 (worst at flat index 3: got -1.74, expected {expected})"
+            )
+        };
+        assert_eq!(
+            without_measured_figures(&reference("-1.1980650424957275")),
+            without_measured_figures(&reference("-1.1980667114257813"))
+        );
+        assert_ne!(
+            without_measured_figures(&reference("-1.19")),
+            without_measured_figures(&reference("-1.19").replace("index 3", "index 4")),
+            "integers (an index, a count) still count"
+        );
+        assert_ne!(
+            without_measured_figures(&qnn(1, 0, 1)),
+            without_measured_figures(&qnn(1, 0, 1).replace("Reshape ×8", "Reshape ×9"))
+        );
+        assert_eq!(without_measured_figures("opset 17 s3"), "opset 17 s3");
+    }
 
     #[test]
     fn a_cause_is_its_first_clause_without_measured_numbers() {

@@ -448,21 +448,20 @@ impl Entry {
         self.cpu_class.as_deref().is_none_or(|c| c == class)
     }
 
-    /// Whether `other` says the same as this one (all but provenance).
+    /// Whether `other` says the same as this one (all but provenance): the
+    /// same outcome, who failed, stage and kind, and the same error but for
+    /// what a run measures of itself ([`crate::text::without_measured_figures`]).
     pub fn same_outcome(&self, other: &Entry) -> bool {
-        (
-            self.outcome,
-            self.attribution,
-            self.stage,
-            self.error_kind,
-            &self.error,
-        ) == (
-            other.outcome,
-            other.attribution,
-            other.stage,
-            other.error_kind,
-            &other.error,
-        )
+        (self.outcome, self.attribution, self.stage, self.error_kind)
+            == (
+                other.outcome,
+                other.attribution,
+                other.stage,
+                other.error_kind,
+            )
+            && (self.error == other.error
+                || crate::text::without_measured_figures(&self.error)
+                    == crate::text::without_measured_figures(&other.error))
     }
 }
 
@@ -773,7 +772,8 @@ pub fn merge(
 
 /// Entry `at` (if any) replaced by what was measured: kept where it says the
 /// same and is fresh (judged by what the new measurement read, today's
-/// fixture), removed by a pass, added where there was none. A kept entry
+/// fixture), its provenance alone replaced where it says the same and is
+/// stale, removed by a pass, added where there was none. A kept entry
 /// measured before records carried content takes the new one's: only that
 /// line of its provenance changes.
 fn replace(entries: &mut Vec<Entry>, at: Option<usize>, new: Option<Entry>, fixture_key: &str) {
@@ -795,7 +795,15 @@ fn replace(entries: &mut Vec<Entry>, at: Option<usize>, new: Option<Entry>, fixt
                 entries[i].provenance.fixture_key = new.provenance.fixture_key;
             }
         }
-        (Some(i), Some(new)) => entries[i] = new,
+        // Stale, or saying something else. Where it says the same, only its
+        // provenance changes: the store keeps its wording of the error (the new
+        // record, which the provenance cites, has this run's figures).
+        (Some(i), Some(mut new)) => {
+            if entries[i].same_outcome(&new) {
+                new.error = std::mem::take(&mut entries[i].error);
+            }
+            entries[i] = new;
+        }
         (Some(i), None) => {
             entries.remove(i);
         }
@@ -1419,7 +1427,42 @@ mod tests {
             vec![(key("runs"), Some(rebuilt.clone()))],
             "k2",
         );
-        assert_eq!(entries, vec![rebuilt]);
+        assert_eq!(entries, vec![rebuilt.clone()]);
+        // The same failure but for this run's timings: fresh, it is kept whole; stale,
+        // only its provenance changes (the store keeps its wording of the error).
+        let timed = |us: u32, key: &str| {
+            let mut entry = rebuilt.clone();
+            entry.error = format!("not every node ran on QNN: Reshape ×8 ran elsewhere ({us} µs)");
+            entry.provenance.fixture_key = Some(key.into());
+            entry
+        };
+        let mut entries = vec![timed(242, "k2")];
+        merge(
+            &mut entries,
+            vec![(key("runs"), Some(timed(218, "k2")))],
+            "k2",
+        );
+        assert_eq!(entries, vec![timed(242, "k2")], "fresh: kept");
+        merge(
+            &mut entries,
+            vec![(key("runs"), Some(timed(218, "k3")))],
+            "k3",
+        );
+        let mut provenance_only = timed(242, "k3");
+        provenance_only.error = timed(242, "k2").error;
+        assert_eq!(
+            entries,
+            vec![provenance_only],
+            "stale: its provenance replaced"
+        );
+        let mut other_ops = timed(218, "k4");
+        other_ops.error = other_ops.error.replace("×8", "×9");
+        merge(
+            &mut entries,
+            vec![(key("runs"), Some(other_ops.clone()))],
+            "k4",
+        );
+        assert_eq!(entries, vec![other_ops], "another error replaces it");
         // Each check keeps its own outcome; a pass clears only its own entry.
         merge(
             &mut entries,
