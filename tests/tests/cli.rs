@@ -595,6 +595,71 @@ fn records_without_a_cpu_class_are_classed_by_the_flags_of_their_machine() {
 /// `gen coverage --fail-on-stale` passes on a store whose entries were measured with
 /// today's engine, and exits 1 naming the entry once its engine version cannot be read
 /// (stale, never fresh: nothing would tell an engine change from it).
+/// `gen import --stale` re-measures only the cells holding a stale entry: with
+/// the store fresh it has nothing to run; with the entry's engine version gone
+/// (stale, never fresh) it selects that cell and goes on to measure it (here from
+/// an empty records folder, which it says holds no run).
+#[test]
+fn import_stale_measures_only_stale_entries_again() {
+    let scratch = Scratch::new("import-stale");
+    let specs = scratch.path().join("specs");
+    copy_tree(&workspace().join("tests/specs"), &specs);
+    let records = scratch.path().join("records");
+    std::fs::create_dir_all(&records).unwrap();
+    let import = || {
+        run_gen(&[
+            "import",
+            "--specs",
+            specs.to_str().unwrap(),
+            "--platform",
+            "webnn",
+            "--model",
+            "textish",
+            "--stale",
+            "--verify",
+            "--records",
+            records.to_str().unwrap(),
+        ])
+    };
+    let evidence = specs.join("evidence/textish.yaml");
+    let today = runtime::record::runtime_version(runtime::EngineKind::Browser);
+    let text = std::fs::read_to_string(&evidence)
+        .unwrap()
+        .replace("runtime: 0.1.0", &format!("runtime: {today}"));
+    std::fs::write(&evidence, &text).unwrap();
+    let fresh = import();
+    assert_eq!(fresh.code, 0, "{}{}", fresh.stdout, fresh.stderr);
+    assert!(
+        fresh
+            .stdout
+            .contains("no stored entry of the selected models is stale here"),
+        "{}",
+        fresh.stdout
+    );
+    let unversioned: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("library:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&evidence, unversioned).unwrap();
+    let stale = import();
+    assert_ne!(stale.code, 0, "{}{}", stale.stdout, stale.stderr);
+    assert!(
+        stale
+            .stderr
+            .contains("holds no record of a webnn check that ran"),
+        "the stale cell is selected and measured: {}{}",
+        stale.stdout,
+        stale.stderr
+    );
+    let without_platform = run_gen(&["import", "--specs", specs.to_str().unwrap(), "--stale"]);
+    assert!(
+        without_platform.stderr.contains("add --platform P"),
+        "{}",
+        without_platform.stderr
+    );
+}
+
 #[test]
 fn coverage_fails_on_a_stale_entry() {
     let scratch = Scratch::new("coverage-stale");

@@ -204,6 +204,11 @@ pub struct Options<'a> {
     pub verify: bool,
     /// Only the cells of slice K of N.
     pub slice: Option<(u32, u32)>,
+    /// Only the cells holding an entry that is stale here (measured on other
+    /// fixture content, engine, browser release or verdict code than this
+    /// checkout and its fixtures have): a stale known issue runs again rather
+    /// than stay an ignored test; on cpu, stale export failures are exported again.
+    pub stale: bool,
     /// The test binary's cargo features, where not the platform's and its engines'.
     pub features: Option<String>,
     /// OpenVINO's venv Python, which makes NNCF's weight formats: before openvino's
@@ -338,6 +343,15 @@ struct Selected<'a> {
     at_our_limit: usize,
 }
 
+/// Whether any of `entries` of `model` is stale against this checkout and the
+/// fixtures built here ([`Entry::stale`]): what `--stale` re-measures.
+fn any_stale_here<'e>(model: &LoadedModel, entries: impl IntoIterator<Item = &'e Entry>) -> bool {
+    let today = evidence::TodaysFixtures::of(model, &hwmatrix_cell::paths::fixtures_dir());
+    entries
+        .into_iter()
+        .any(|entry| entry.stale(&today.today(entry)).is_some())
+}
+
 /// Whether an entry is our own time limit's: it measured nothing of the
 /// model, and how fast a machine is decides it (not tested here).
 fn at_our_limit(entry: &Entry) -> bool {
@@ -404,7 +418,7 @@ pub fn run(
     // Re-verifying cpu exports the slice's stored export failures again first.
     let mut changes: Changes = BTreeMap::new();
     if options.verify && platform == Platform::Cpu && options.records.is_none() {
-        reexport(specs, models, options.slice, &mut changes, out, err)?;
+        reexport(specs, models, options, &mut changes, out, err)?;
     }
     let nothing_to_run = selected.cells.is_empty() && selected.quantized.is_empty();
     if nothing_to_run && !changes.is_empty() {
@@ -416,6 +430,13 @@ pub fn run(
             out,
             err,
         );
+    }
+    if nothing_to_run && options.stale {
+        let _ = writeln!(
+            out,
+            "gen import --platform {platform} --stale: no stored entry of the selected models is stale here, nothing to measure again"
+        );
+        return Ok(0);
     }
     if nothing_to_run {
         let _ = writeln!(
@@ -487,14 +508,20 @@ pub fn run(
         return verify(specs, platform, &run_id, &changes, out, err);
     }
     let written = write_store(specs, changes)?;
-    let classes = record_classes(
-        specs,
-        &plan,
-        platform,
-        &run_id,
-        &records,
-        !models.is_empty(),
-    )?;
+    // A --stale run measures the cells it chose for their stale entries (mostly
+    // failures): no count of a CPU class's passes.
+    let classes = if options.stale {
+        "; no CPU class recorded (a --stale run measures only the cells it chose)".to_string()
+    } else {
+        record_classes(
+            specs,
+            &plan,
+            platform,
+            &run_id,
+            &records,
+            !models.is_empty(),
+        )?
+    };
     let _ = writeln!(
         out,
         "gen import --platform {platform} (run {run_id}): {} cells measured, {} pass every float32 check, {} with a failed float32 check, {} with precision checks only; {} precision checks did not pass, {} generates checks failed; quantization checks of {} models measured ({} planned), {} failed; {written} evidence files written (run `gen` to regenerate the cells){classes}",
@@ -520,7 +547,7 @@ pub fn run(
 fn reexport<'a>(
     specs: &'a Specs,
     models: &[String],
-    slice: Option<(u32, u32)>,
+    options: &Options,
     changes: &mut Changes<'a>,
     out: &mut dyn Write,
     err: &mut dyn Write,
@@ -530,7 +557,7 @@ fn reexport<'a>(
         .iter()
         .filter(|m| models.is_empty() || models.contains(&m.spec.model_type))
         .filter(|m| {
-            slice.is_none_or(|(k, n)| {
+            options.slice.is_none_or(|(k, n)| {
                 slice_of(
                     &m.spec.model_type,
                     Platform::Cpu,
@@ -540,9 +567,9 @@ fn reexport<'a>(
             })
         })
         .filter(|m| {
-            m.spec
-                .pipeline_entry(evidence::EXPORT)
-                .is_some_and(|e| e.stage == Some(Stage::Export))
+            m.spec.pipeline_entry(evidence::EXPORT).is_some_and(|e| {
+                e.stage == Some(Stage::Export) && (!options.stale || any_stale_here(m, [e]))
+            })
         })
         .collect();
     if failed_at_export.is_empty() {
@@ -625,6 +652,9 @@ fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selecte
                 .iter()
                 .filter(|e| e.is_for(platform, kind) && e.holds_on(&options.cpu_class.class))
                 .collect();
+            if options.stale && !any_stale_here(model.model, entries.iter().copied()) {
+                continue;
+            }
             if options.verify
                 && !entries.is_empty()
                 && entries.iter().all(|e| at_our_limit(e))
@@ -664,12 +694,18 @@ fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selecte
         })
         .filter(|m| in_slice(&m.model.spec.model_type, EngineKind::Wgpu))
         .filter(|m| {
-            !options.verify
-                || m.model
-                    .spec
-                    .evidence
-                    .iter()
-                    .any(|e| e.is_for(platform, EngineKind::Wgpu))
+            let mut entries = m
+                .model
+                .spec
+                .evidence
+                .iter()
+                .filter(|e| e.is_for(platform, EngineKind::Wgpu))
+                .peekable();
+            if options.stale {
+                any_stale_here(m.model, entries)
+            } else {
+                !options.verify || entries.peek().is_some()
+            }
         })
         .map(|m| m.model)
         .collect();

@@ -71,6 +71,13 @@ pub struct Args {
     /// slice by its name, so N runs with K = 0..N-1 cover the whole store)
     #[arg(long, value_name = "K/N", value_parser = measure::parse_slice)]
     slice: Option<(u32, u32)>,
+    /// With --platform: only the cells holding an entry that is stale here (measured
+    /// on other fixture content, engine or browser release, or verdict code than
+    /// this checkout and its fixtures: `gen coverage` lists them), so that a stale
+    /// known issue runs again; on cpu, stale export failures are exported again.
+    /// With --verify, they are compared; without, they are written
+    #[arg(long)]
+    stale: bool,
     /// The cargo features of the test binary that runs the cells (default: the
     /// platform's and its engines'); a run that built one binary for several
     /// platforms (`qnn,openvino`) reuses it
@@ -87,9 +94,9 @@ pub fn run(
     if !args.check_only && !cx.select.platform.is_empty() {
         return measure_platforms(cx, args, out, err);
     }
-    if args.verify || args.slice.is_some() {
+    if args.verify || args.slice.is_some() || args.stale {
         return Err(
-            "error: --verify and --slice re-measure a platform's stored entries: add --platform P"
+            "error: --verify, --slice and --stale re-measure a platform's stored entries: add --platform P"
                 .into(),
         );
     }
@@ -142,6 +149,7 @@ fn measure_platforms(
             .unwrap_or_else(|| hwmatrix_cell::CpuClass::here().clone()),
         verify: args.verify,
         slice: args.slice,
+        stale: args.stale,
         features: args.features.clone(),
         nncf_python: Some(nncf_python.as_path()).filter(|p| p.exists()),
     };
