@@ -34,7 +34,8 @@
 #      gen report of them in results/report/ (every passed cell's records verified),
 #      with each architecture's size per format (gen memory, computed beside step 5)
 #      then the store's stale entries of the high-priority models against this run's
-#      fixtures and engines (gen coverage --fail-on-stale high), reported
+#      fixtures and engines measured again (gen import --verify --stale), and the run
+#      fails if any is left (gen coverage --fail-on-stale high)
 #
 # Caches live outside the checkout (HWMATRIX_CACHE, default ~/.cache/hwmatrix):
 # venv/, fixtures/ and target/<checkout key>/, a cargo target folder per
@@ -380,15 +381,25 @@ cargo run --quiet --locked -p generator --bin gen -- results verify results/repo
 # The store against today's checkout for the models that matter most: each entry of a
 # high-priority model measured on other bytes than this run's fixtures hold for its check,
 # with another engine, browser release or verdict code, or with a version that cannot be
-# read. Reported, not yet failing the run: the entries of checks that stopped before
-# their engine named its version (a model that fails to load) record none, so no
-# re-measurement makes them fresh until the runtime names it there (issue 63).
-step "stale evidence of the high-priority models (gen coverage --fail-on-stale high; the table in results/coverage.md)"
-if cargo run --quiet --locked -p generator --bin gen -- coverage --fail-on-stale high > results/coverage.md; then
+# read, is stale. Its cell runs again first, each platform in the test binary built for it,
+# and is compared with the store (gen import --verify --stale: a stale known issue is never
+# just left ignored; nothing is run where nothing is stale); then any stale entry fails the
+# run, naming it and how to measure it again (gen import --platform P --stale, a reviewed
+# diff of the store).
+step "stale evidence of the high-priority models: measured again and compared (gen import --verify --stale), then none may be left (gen coverage --fail-on-stale high; the table in results/coverage.md)"
+stale_status=0
+for platform_features in cpu:torch openvino:qnn,openvino qnn:qnn,openvino webgpu:webgpu,webnn,firefox webnn:webgpu,webnn,firefox; do
+  RUST_TEST_THREADS=1 "$gen" import --platform "${platform_features%%:*}" --verify --stale "${high_priority_models[@]}" \
+    --features "${platform_features#*:}" 2>&1 | tee -a "$log" || stale_status=1
+done
+if "$gen" coverage --fail-on-stale high > results/coverage.md; then
   echo "no stale entry of a high-priority model"
 else
   sed -n '/^error: the evidence store/,$p' results/coverage.md | head -40
+  echo "error: the high-priority models' evidence is stale: measure it again with \`gen import --platform P --stale --model M\` on this machine and commit the store's diff" >&2
+  stale_status=1
 fi
+(( stale_status == 0 )) || exit 1
 
 # What changed since the run before (the newest earlier run of this script in the
 # database, `ci-...`; a clean checkout has none): every check whose status changed,
