@@ -426,8 +426,11 @@ fn meta_digest(dir: &Path) -> std::io::Result<String> {
             fields.remove(field);
         }
     }
-    // serde_json's map is ordered by key, so this text is canonical.
-    Ok(hex(&Sha256::digest(meta.to_string().as_bytes())))
+    // serde_json's map is ordered by key, so this text is canonical; an error
+    // the exporter recorded may name a random scratch folder (ONNX Runtime's
+    // quantizer's `/tmp/ort.quant.wm6rqs2s/`: sam2's qdq8), which says nothing.
+    let text = crate::paths::without_tmp_paths(&meta.to_string());
+    Ok(hex(&Sha256::digest(text.as_bytes())))
 }
 
 /// The names of the files directly in `dir`, sorted.
@@ -694,6 +697,24 @@ mod tests {
         std::fs::write(dir.join("meta.json"), r#"{"cache_key":"k2","shapes":[]}"#).unwrap();
         let rebuilt = Content::take(&dir, "s", false, Some("k2".into()), None).unwrap();
         let onnx = EngineKind::Onnxruntime;
+        // The quantizer's scratch folder, named at random, in an error meta.json records.
+        let qdq8_error = |scratch: &str| {
+            format!(
+                r#"{{"cache_key":"k2","shapes":[],"qdq8":{{"error":"Load model from /tmp/{scratch}/augmented_model.onnx failed"}}}}"#
+            )
+        };
+        std::fs::write(dir.join("meta.json"), qdq8_error("ort.quant.wm6rqs2s")).unwrap();
+        let one_scratch = Content::take(&dir, "s", false, Some("k2".into()), None).unwrap();
+        std::fs::write(dir.join("meta.json"), qdq8_error("ort.quant.9bt3c2om")).unwrap();
+        let another = Content::take(&dir, "s", false, Some("k2".into()), None).unwrap();
+        assert_eq!(
+            one_scratch.parts["meta"], another.parts["meta"],
+            "a scratch folder's name"
+        );
+        assert_ne!(
+            one_scratch.parts["meta"], rebuilt.parts["meta"],
+            "the error itself counts"
+        );
         for check in ["runs", "dynamic_shapes", "int8_matches_reference"] {
             assert_eq!(
                 first.check_digest(check, onnx),

@@ -93,6 +93,26 @@ pub fn results_dir() -> Result<PathBuf, String> {
     })
 }
 
+/// `/tmp/<scratch>/...` as `<tmp>/...`: a temporary folder's name is random
+/// (a stored error, and meta.json's errors in a fixture's content digest).
+pub fn without_tmp_paths(text: &str) -> String {
+    const TMP: &str = "/tmp/";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(TMP) {
+        out.push_str(&rest[..at]);
+        out.push_str("<tmp>");
+        let after = &rest[at + TMP.len() - 1..];
+        // Drop the scratch folder's name, keep what is inside it.
+        let name_end = after[1..]
+            .find(|c: char| c == '/' || c.is_whitespace() || "'\"),:".contains(c))
+            .map_or(after.len(), |i| i + 1);
+        rest = &after[name_end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

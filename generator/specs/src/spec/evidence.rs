@@ -499,7 +499,7 @@ pub fn relative_paths(error: &str) -> String {
 /// whole error, log included, stays in the run's records.
 pub fn stored_error(error: &str) -> String {
     let text = without_page_logs(&relative_paths(error));
-    without_tmp_paths(&without_ansi(&text))
+    hwmatrix_cell::paths::without_tmp_paths(&without_ansi(&text))
 }
 
 /// Whether a stored error still holds what [`stored_error`] removes.
@@ -563,25 +563,6 @@ fn without_ansi(text: &str) -> String {
             }
         }
     }
-    out
-}
-
-/// `/tmp/<scratch>/...` as `<tmp>/...`: a temporary folder's name is random.
-fn without_tmp_paths(text: &str) -> String {
-    const TMP: &str = "/tmp/";
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(TMP) {
-        out.push_str(&rest[..at]);
-        out.push_str("<tmp>");
-        let after = &rest[at + TMP.len() - 1..];
-        // Drop the scratch folder's name, keep what is inside it.
-        let name_end = after[1..]
-            .find(|c: char| c == '/' || c.is_whitespace() || "'\"),:".contains(c))
-            .map_or(after.len(), |i| i + 1);
-        rest = &after[name_end..];
-    }
-    out.push_str(rest);
     out
 }
 
