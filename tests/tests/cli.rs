@@ -595,6 +595,24 @@ fn records_without_a_cpu_class_are_classed_by_the_flags_of_their_machine() {
 /// `gen coverage --fail-on-stale` passes on a store whose entries were measured with
 /// today's engine, and exits 1 naming the entry once its engine version cannot be read
 /// (stale, never fresh: nothing would tell an engine change from it).
+/// The copied test specs' textish evidence as if measured by today's verdict
+/// code (the store's copy names a runtime from before it), written; with its
+/// path, its text, and the text without its engine versions (stale, never fresh).
+fn textish_measured_today(specs: &std::path::Path) -> (std::path::PathBuf, String, String) {
+    let evidence = specs.join("evidence/textish.yaml");
+    let today = runtime::record::runtime_version(runtime::EngineKind::Browser);
+    let text = std::fs::read_to_string(&evidence)
+        .unwrap()
+        .replace("runtime: 0.1.0", &format!("runtime: {today}"));
+    std::fs::write(&evidence, &text).unwrap();
+    let unversioned = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("library:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    (evidence, text, unversioned)
+}
+
 /// `gen import --stale` re-measures only the cells holding a stale entry: with
 /// the store fresh it has nothing to run; with the entry's engine version gone
 /// (stale, never fresh) it selects that cell and goes on to measure it (here from
@@ -621,12 +639,7 @@ fn import_stale_measures_only_stale_entries_again() {
             records.to_str().unwrap(),
         ])
     };
-    let evidence = specs.join("evidence/textish.yaml");
-    let today = runtime::record::runtime_version(runtime::EngineKind::Browser);
-    let text = std::fs::read_to_string(&evidence)
-        .unwrap()
-        .replace("runtime: 0.1.0", &format!("runtime: {today}"));
-    std::fs::write(&evidence, &text).unwrap();
+    let (evidence, text, unversioned) = textish_measured_today(&specs);
     let fresh = import();
     assert_eq!(fresh.code, 0, "{}{}", fresh.stdout, fresh.stderr);
     assert!(
@@ -636,11 +649,7 @@ fn import_stale_measures_only_stale_entries_again() {
         "{}",
         fresh.stdout
     );
-    let unversioned: String = text
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("library:"))
-        .map(|l| format!("{l}\n"))
-        .collect();
+    assert_ne!(text, unversioned, "the entry names its engine");
     std::fs::write(&evidence, unversioned).unwrap();
     let stale = import();
     assert_ne!(stale.code, 0, "{}{}", stale.stdout, stale.stderr);
@@ -678,20 +687,9 @@ fn coverage_fails_on_a_stale_entry() {
             scope,
         ])
     };
-    // Measured by today's verdict code (the store's copy names a runtime from before it).
-    let evidence = specs.join("evidence/textish.yaml");
-    let today = runtime::record::runtime_version(runtime::EngineKind::Browser);
-    let text = std::fs::read_to_string(&evidence)
-        .unwrap()
-        .replace("runtime: 0.1.0", &format!("runtime: {today}"));
-    std::fs::write(&evidence, &text).unwrap();
+    let (evidence, text, unversioned) = textish_measured_today(&specs);
     let fresh = coverage("high");
     assert_eq!(fresh.code, 0, "{}{}", fresh.stdout, fresh.stderr);
-    let unversioned: String = text
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("library:"))
-        .map(|l| format!("{l}\n"))
-        .collect();
     assert_ne!(text, unversioned, "the entry names its engine");
     std::fs::write(&evidence, unversioned).unwrap();
     let stale = coverage("high");
