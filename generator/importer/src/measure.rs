@@ -207,7 +207,7 @@ pub struct Options<'a> {
     /// Only the cells holding an entry that is stale here (measured on other
     /// fixture content, engine, browser release or verdict code than this
     /// checkout and its fixtures have): a stale known issue runs again rather
-    /// than stay an ignored test; on cpu, stale export failures are exported again.
+    /// than stay an ignored test; verifying cpu, stale export failures are exported again.
     pub stale: bool,
     /// The test binary's cargo features, where not the platform's and its engines'.
     pub features: Option<String>,

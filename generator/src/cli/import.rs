@@ -74,7 +74,7 @@ pub struct Args {
     /// With --platform: only the cells holding an entry that is stale here (measured
     /// on other fixture content, engine or browser release, or verdict code than
     /// this checkout and its fixtures: `gen coverage` lists them), so that a stale
-    /// known issue runs again; on cpu, stale export failures are exported again.
+    /// known issue runs again; with --verify on cpu, stale export failures are exported again.
     /// With --verify, they are compared; without, they are written
     #[arg(long)]
     stale: bool,
