@@ -343,10 +343,23 @@ struct Selected<'a> {
     at_our_limit: usize,
 }
 
-/// Whether any of `entries` of `model` is stale against this checkout and the
-/// fixtures built here ([`Entry::stale`]): what `--stale` re-measures.
-fn any_stale_here<'e>(model: &LoadedModel, entries: impl IntoIterator<Item = &'e Entry>) -> bool {
-    let today = evidence::TodaysFixtures::of(model, &hwmatrix_cell::paths::fixtures_dir());
+/// What `--stale` compares a model's entries with: this checkout and the
+/// fixtures built here, read once per model (None without --stale).
+fn today_if_stale(model: &LoadedModel, options: &Options) -> Option<evidence::TodaysFixtures> {
+    options
+        .stale
+        .then(|| evidence::TodaysFixtures::of(model, &hwmatrix_cell::paths::fixtures_dir()))
+}
+
+/// Whether `entries` are selected by `--stale` (`today`, from [`today_if_stale`]):
+/// any of them stale ([`Entry::stale`]); without --stale, all are.
+fn selected_by_staleness<'e>(
+    today: Option<&evidence::TodaysFixtures>,
+    entries: impl IntoIterator<Item = &'e Entry>,
+) -> bool {
+    let Some(today) = today else {
+        return true;
+    };
     entries
         .into_iter()
         .any(|entry| entry.stale(&today.today(entry)).is_some())
@@ -568,7 +581,8 @@ fn reexport<'a>(
         })
         .filter(|m| {
             m.spec.pipeline_entry(evidence::EXPORT).is_some_and(|e| {
-                e.stage == Some(Stage::Export) && (!options.stale || any_stale_here(m, [e]))
+                e.stage == Some(Stage::Export)
+                    && selected_by_staleness(today_if_stale(m, options).as_ref(), [e])
             })
         })
         .collect();
@@ -642,6 +656,7 @@ fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selecte
     let mut cells = Vec::new();
     let mut at_limit = 0;
     for model in &plan.models {
+        let today = today_if_stale(model.model, options);
         for cell in &model.cells {
             let kind = cell.engine.kind();
             // Entries another CPU class measured are that class's to re-verify.
@@ -652,7 +667,7 @@ fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selecte
                 .iter()
                 .filter(|e| e.is_for(platform, kind) && e.holds_on(&options.cpu_class.class))
                 .collect();
-            if options.stale && !any_stale_here(model.model, entries.iter().copied()) {
+            if !selected_by_staleness(today.as_ref(), entries.iter().copied()) {
                 continue;
             }
             if options.verify
@@ -701,10 +716,9 @@ fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selecte
                 .iter()
                 .filter(|e| e.is_for(platform, EngineKind::Wgpu))
                 .peekable();
-            if options.stale {
-                any_stale_here(m.model, entries)
-            } else {
-                !options.verify || entries.peek().is_some()
+            match today_if_stale(m.model, options) {
+                Some(today) => selected_by_staleness(Some(&today), entries),
+                None => !options.verify || entries.peek().is_some(),
             }
         })
         .map(|m| m.model)

@@ -108,12 +108,7 @@ impl CpuClass {
     /// This machine's class, read once per process.
     pub fn here() -> &'static CpuClass {
         static HERE: OnceLock<CpuClass> = OnceLock::new();
-        HERE.get_or_init(|| {
-            std::fs::read_to_string("/proc/cpuinfo")
-                .ok()
-                .and_then(|text| CpuClass::from_cpuinfo(&text))
-                .unwrap_or_else(detected)
-        })
+        HERE.get_or_init(|| flags_here().map_or_else(detected, CpuClass::from_flags))
     }
 
     /// `x86-64 avx512-vnni (avx512_vnni avx512bw avx512f avx_vnni avx2)`: the
@@ -166,12 +161,18 @@ pub fn built_on(flags: &str) -> String {
 /// `/proc/cpuinfo` tells the flags, the class with its own features.
 pub fn built_on_here() -> &'static str {
     static HERE: OnceLock<String> = OnceLock::new();
-    HERE.get_or_init(|| {
-        std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|text| flags_line(&text).map(built_on))
-            .unwrap_or_else(|| CpuClass::here().describe())
-    })
+    HERE.get_or_init(|| flags_here().map_or_else(|| CpuClass::here().describe(), built_on))
+}
+
+/// This machine's `/proc/cpuinfo` flags, read once per process; None where there is none.
+fn flags_here() -> Option<&'static str> {
+    static FLAGS: OnceLock<Option<String>> = OnceLock::new();
+    FLAGS
+        .get_or_init(|| {
+            let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+            flags_line(&text).map(str::to_string)
+        })
+        .as_deref()
 }
 
 /// The flags of a `/proc/cpuinfo`-like text (`flags : ...` on x86,
