@@ -127,37 +127,41 @@ pub static OPENVINO_OV: Cell = Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);
-/// molmo2 on qnn: not-tested (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
+/// molmo2 on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: Cell = Cell::new(
         &super::MODEL,
         &crate::platforms::QNN,
         &crate::platforms::QNN_ONNX,
-        Planned::NotTested {
-            reason: "not tested here: molmo2 on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/molmo2.yaml] (the store also holds runs)",
-            stage: Stage::Run,
+        Planned::KnownIssue {
+            reason: "molmo2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, NonZero ×2… [model-specs/evidence/molmo2.yaml] (the store also holds runs)",
+            basis: Basis::Evidence,
+            stage: Some(Stage::Run),
         },
     )
     .with_check_plans(
         &[
             CheckPlan {
                 check: "runs",
-                planned: Planned::NotTested {
-                    reason: "not tested here: molmo2 on qnn with onnxruntime: runs failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/molmo2.yaml]",
-                    stage: Stage::Run,
+                planned: Planned::KnownIssue {
+                    reason: "molmo2 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, NonZero ×2… [model-specs/evidence/molmo2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
             },
             CheckPlan {
                 check: "matches_reference",
-                planned: Planned::NotTested {
-                    reason: "not tested here: molmo2 on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/molmo2.yaml]",
-                    stage: Stage::Run,
+                planned: Planned::KnownIssue {
+                    reason: "molmo2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, NonZero ×2… [model-specs/evidence/molmo2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
             },
             CheckPlan {
                 check: "dynamic_shapes",
-                planned: Planned::NotTested {
-                    reason: "not tested here: molmo2 on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/molmo2.yaml]",
-                    stage: Stage::Run,
+                planned: Planned::KnownIssue {
+                    reason: "molmo2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, NonZero ×2… [model-specs/evidence/molmo2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
             },
         ],
@@ -166,17 +170,19 @@ pub static QNN_ONNX: Cell = Cell::new(
         &[
             PrecisionCheck::new(
                 Precision::Qdq8,
-                Planned::NotTested {
-                    reason: "not tested here: molmo2 on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/molmo2.yaml] (the store also holds matches_reference, runs)",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "molmo2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, NonZero ×2… [model-specs/evidence/molmo2.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
             PrecisionCheck::new(
                 Precision::Fp16,
-                Planned::NotTested {
-                    reason: "not tested here: molmo2 on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/molmo2.yaml] (the store also holds matches_reference, runs)",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "molmo2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, NonZero ×2… [model-specs/evidence/molmo2.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
             ),
@@ -195,9 +201,6 @@ pub static QNN_ONNX: Cell = Cell::new(
         0.1f64,
         "QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1, onnxruntime-qnn's default), as Snapdragon NPUs do",
         AgreementBound::new(0.99, 0.05, 0.95),
-    )
-    .in_own_process(
-        "its dynamic_shapes check crashed the process [model-specs/evidence/molmo2.yaml]",
     );
 /// molmo2 on webnn: known-issue (onnxruntime-web in headless Chromium, webnn (deviceType cpu)).
 pub static WEBNN_BROWSER: Cell = Cell::new(
