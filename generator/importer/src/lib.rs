@@ -4,6 +4,7 @@
 //! measured into the evidence store ([`measure`]), and what each architecture
 //! weighs at its default size ([`memory`]).
 
+pub mod checkpoint;
 pub mod fixtures;
 pub mod import;
 pub mod measure;

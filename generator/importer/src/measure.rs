@@ -1327,7 +1327,37 @@ fn measure(
         "measuring on {platform}: cargo test -p generated --features {features} -- --include-ignored <{} filters>",
         filters.len()
     );
-    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+    let status = cargo_test_cells(
+        root,
+        features,
+        filters,
+        &[("HWMATRIX_RESULTS", &results)],
+        |c| {
+            c.stdout(std::process::Stdio::null());
+        },
+    )?;
+    // Failed cells make cargo exit 101; that is what is being measured. No record at all is not.
+    let records = read_records(&results, platform, err);
+    if keep && let Ok((run, _)) = &records {
+        keep_records(&results, platform, run, err);
+    }
+    let _ = std::fs::remove_dir_all(&results);
+    records.map_err(|e| format!("{e} (cargo exited with {status}; see the build output above)"))
+}
+
+/// Runs the generated cells these filters select, ignored ones included (a known
+/// issue is measured again), with `env` set: `cargo test -p generated --lib
+/// --features F -- --include-ignored FILTERS`. Failed cells make cargo exit 101:
+/// that is what is being measured, so the status is returned, not judged.
+pub fn cargo_test_cells(
+    root: &Path,
+    features: &str,
+    filters: &[String],
+    env: &[(&str, &Path)],
+    adjust: impl FnOnce(&mut Command),
+) -> Result<std::process::ExitStatus, String> {
+    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command
         .current_dir(root)
         .args([
             "test",
@@ -1341,18 +1371,14 @@ fn measure(
             "--",
             "--include-ignored",
         ])
-        .args(filters)
-        .env("HWMATRIX_RESULTS", &results)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .map_err(|e| format!("error: cannot run cargo: {e}"))?;
-    // Failed cells make cargo exit 101; that is what is being measured. No record at all is not.
-    let records = read_records(&results, platform, err);
-    if keep && let Ok((run, _)) = &records {
-        keep_records(&results, platform, run, err);
+        .args(filters);
+    for (name, value) in env {
+        command.env(name, value);
     }
-    let _ = std::fs::remove_dir_all(&results);
-    records.map_err(|e| format!("{e} (cargo exited with {status}; see the build output above)"))
+    adjust(&mut command);
+    command
+        .status()
+        .map_err(|e| format!("error: cannot run cargo: {e}"))
 }
 
 /// A measurement's records, kept in the checkout's results folder

@@ -56,11 +56,25 @@ pub struct Diagnosis {
     pub missing: Vec<String>,
     /// The command that runs the platform's cells.
     pub command: String,
+    /// The generated crate's features its cells need.
+    pub features: Vec<String>,
+    /// Test-path filters under a model's module (`category::module::`), one per process:
+    /// openvino's engines each load their own OpenVINO, so each runs alone.
+    pub engine_filters: Vec<String>,
 }
 
 impl Diagnosis {
     pub fn usable(&self) -> bool {
         self.missing.is_empty()
+    }
+
+    /// The filters that run one model's cells on this platform, `module` being its
+    /// `category::module::` path.
+    pub fn filters(&self, module: &str) -> Vec<String> {
+        self.engine_filters
+            .iter()
+            .map(|f| format!("{module}{}", f.trim_start_matches("::")))
+            .collect()
     }
 }
 
@@ -144,20 +158,26 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
     };
     // openvino's engines each load their own OpenVINO, one per process: a command per engine.
     let kinds: Vec<EngineKind> = planned.engines.iter().map(|e| e.kind()).collect();
-    let command = if kinds.contains(&EngineKind::Openvino) && kinds.len() > 1 {
+    let engine_filters: Vec<String> = if kinds.contains(&EngineKind::Openvino) && kinds.len() > 1 {
         kinds
             .iter()
-            .map(|k| run(format!("::{}::{}::", platform.name(), k.module(platform))))
-            .collect::<Vec<_>>()
-            .join(", then ")
+            .map(|k| format!("::{}::{}::", platform.name(), k.module(platform)))
+            .collect()
     } else {
-        run(format!("::{}::", platform.name()))
+        vec![format!("::{}::", platform.name())]
     };
+    let command = engine_filters
+        .iter()
+        .map(|f| run(f.clone()))
+        .collect::<Vec<_>>()
+        .join(", then ");
     Diagnosis {
         platform,
         found,
         missing,
         command,
+        features,
+        engine_filters,
     }
 }
 

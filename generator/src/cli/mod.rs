@@ -13,6 +13,7 @@ use hwmatrix_specs::plan::{self, Plan, Selection};
 use hwmatrix_specs::spec::{self, Specs};
 
 mod bench;
+mod checkpoint;
 mod ci;
 mod coverage;
 mod database;
@@ -101,6 +102,9 @@ pub enum Command {
     /// Write the GitHub Actions workflow (.github/workflows/hwmatrix.yml) that runs every platform on its runner (see --help)
     #[command(long_about = ci::ABOUT)]
     Ci(ci::Args),
+    /// One trained checkpoint's row of the matrix: every platform and format here, judged by its users' metric (see --help)
+    #[command(long_about = checkpoint::ABOUT)]
+    Checkpoint(checkpoint::Args),
     /// Which cells have evidence, which evidence is stale (older than its spec, fixture or runtime), and the gaps by category and platform
     Coverage(coverage::Args),
     /// The compatibility report (Markdown, HTML, JSON) from the results database and the specs (see --help)
@@ -240,6 +244,7 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
         Some(Command::Results(args)) => results::run(&cx, args, out, err),
         Some(Command::Bench(args)) => bench::run(&cx, args, out, err),
         Some(Command::Ci(args)) => ci::run(&cx, args, out),
+        Some(Command::Checkpoint(args)) => checkpoint::run(&cx, args, out, err),
         Some(Command::Coverage(args)) => coverage::run(&cx, args, out),
         Some(Command::Report(args)) => report::run(&cx, args, out, err),
         Some(Command::Memory(args)) => memory::run(&cx, args, out, err),

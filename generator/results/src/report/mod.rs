@@ -8,6 +8,7 @@
 //! A cell without a record is "no evidence", never a pass. Every cell names
 //! the records behind it (run, host, time), so every mark can be traced.
 
+pub mod checkpoint_row;
 pub mod compare;
 pub mod coverage;
 pub mod cpu_classes;

@@ -1,0 +1,405 @@
+//! One trained checkpoint's row of the matrix (`gen checkpoint`): every check its
+//! cells ran on the checkpoint's weights, each format judged by what its users
+//! measure against a bound fixed before the run (and where the bound comes from),
+//! each format's memory, and each step's time; in Markdown and in HTML.
+//!
+//! What the row claims: the float32 checks say the architecture runs and agrees
+//! with PyTorch on these weights, as on the tiny fixtures; a format's check on
+//! these weights is an accuracy verdict, which no tiny random model can give.
+
+use std::fmt::Write as _;
+
+use hwmatrix_record::Record;
+use serde::Serialize;
+
+use super::html::esc;
+
+/// A bound on what a format's users measure, fixed before any run, with its source.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Bound {
+    pub metric: &'static str,
+    pub at_least: Option<f64>,
+    pub source: &'static str,
+}
+
+/// What a decoder's users compare: how often a format's next token is float32's
+/// (argmax at every position of a real text, teacher-forced).
+const SAME_NEXT_TOKEN: &str = "same next token as float32";
+/// What a sentence encoder's users compare: the mean-pooled embedding's cosine
+/// with float32's, on the worst of the fixture's sentences.
+const POOLED_COSINE: &str = "mean-pooled embedding cosine (worst sentence)";
+/// Any other model's outputs: the worst row's cosine with float32's.
+const WORST_ROW_COSINE: &str = "worst-row cosine";
+
+const LLAMA_CPP: &str = "llama.cpp's quantization statistics (\"Same top p\" of llama-perplexity --kl-divergence: a 16-bit float 100%, ggml-org/llama.cpp#10714; 8 bits about 95%, #5081; 4 bits 89.9%, #12557), less a margin for a model of 100M-class size";
+const SENTENCE_INT8: &str = "docs/quantization.md: ONNX Runtime's per-channel int8 keeps a worst-sentence cosine of 0.99 on all-MiniLM-L6-v2, where transformers.js's per-tensor q8 (0.960) moves a nearest neighbour";
+const NO_SOURCE: &str = "no published figure to fix a bound from: the value is shown, not judged";
+
+/// The bits a format stores its weights in (None for float32, the reference).
+fn bits(precision: &str) -> Option<u32> {
+    match precision {
+        "fp16" => Some(16),
+        "int8" | "int8_avx2" | "qdq8" | "nncf_int8" => Some(8),
+        "q4" | "q4f16" | "nncf_int4" => Some(4),
+        _ => None,
+    }
+}
+
+/// The metric a format of a model of `category` is judged by, and its bound.
+pub fn bound(category: &str, precision: &str) -> Option<Bound> {
+    let bits = bits(precision)?;
+    Some(match category {
+        "text_decoders" => Bound {
+            metric: SAME_NEXT_TOKEN,
+            at_least: Some(match bits {
+                16 => 0.99,
+                8 => 0.90,
+                _ => 0.80,
+            }),
+            source: LLAMA_CPP,
+        },
+        "text_encoders" if bits == 8 => Bound {
+            metric: POOLED_COSINE,
+            at_least: Some(0.99),
+            source: SENTENCE_INT8,
+        },
+        "text_encoders" => Bound {
+            metric: POOLED_COSINE,
+            at_least: None,
+            source: NO_SOURCE,
+        },
+        _ => Bound {
+            metric: WORST_ROW_COSINE,
+            at_least: None,
+            source: NO_SOURCE,
+        },
+    })
+}
+
+/// One check of the row, as measured on the checkpoint.
+#[derive(Debug, Serialize)]
+pub struct RowCheck {
+    pub platform: String,
+    pub engine: String,
+    pub check: String,
+    pub precision: String,
+    /// The check's own verdict (its tolerance, as on the tiny fixtures).
+    pub status: String,
+    /// The users' metric and its value, for a format other than float32.
+    pub bound: Option<Bound>,
+    pub value: Option<f64>,
+    /// What the row says of it, in words.
+    pub verdict: String,
+    pub median_ms: Option<f64>,
+    pub record: String,
+}
+
+/// Judges one record by its users' metric: the lowest value over its outputs.
+pub fn judge(record: &Record, record_id: &str) -> RowCheck {
+    let bound = bound(&record.category, &record.precision);
+    let outputs = record
+        .deviation
+        .as_ref()
+        .map(|d| d.outputs.as_slice())
+        .unwrap_or_default();
+    let non_finite = outputs.iter().find(|o| !o.max_abs.is_finite());
+    let value = bound.as_ref().and_then(|b| {
+        outputs
+            .iter()
+            .filter_map(|o| {
+                let a = o.agreement.as_ref()?;
+                match b.metric {
+                    SAME_NEXT_TOKEN => a.top1,
+                    POOLED_COSINE => a.pooled_cosine_min.or(a.cosine_min),
+                    _ => a.cosine_min,
+                }
+            })
+            .reduce(f64::min)
+    });
+    let status = format!("{:?}", record.status).to_lowercase();
+    let reason = record
+        .reason
+        .as_deref()
+        .map(|r| super::shorten(r, 200))
+        .unwrap_or_default();
+    let verdict = match (&bound, value) {
+        _ if non_finite.is_some() => {
+            format!(
+                "non-finite values in {}",
+                non_finite.map(|o| o.output.as_str()).unwrap_or_default()
+            )
+        }
+        (None, _) if status == "passed" => "runs and agrees with PyTorch on these weights".into(),
+        (None, _) => format!("failed: {reason}"),
+        (Some(_), None) if record.deviation.is_none() => {
+            format!("failed before any output: {reason}")
+        }
+        (Some(b), None) => format!("no {} recorded", b.metric),
+        (Some(b), Some(v)) => match b.at_least {
+            Some(at_least) if v >= at_least => format!("keeps its accuracy ({v:.4} ≥ {at_least})"),
+            Some(at_least) => format!("loses accuracy ({v:.4} < {at_least})"),
+            None => format!("{v:.4}, not judged"),
+        },
+    };
+    RowCheck {
+        platform: record.platform.name().to_string(),
+        engine: record.engine_kind.module(record.platform).to_string(),
+        check: record.check.clone(),
+        precision: record.precision.clone(),
+        status,
+        bound,
+        value,
+        verdict,
+        median_ms: record.timing.as_ref().map(|t| t.median_ms),
+        record: record_id.to_string(),
+    }
+}
+
+/// A format's weights: its file here beside what its config computes to.
+#[derive(Debug, Serialize)]
+pub struct FormatMemory {
+    pub format: String,
+    pub file_bytes: Option<u64>,
+    pub computed_bytes: Option<u64>,
+}
+
+/// The formats a checkpoint's fixture holds, float32 first.
+pub const FORMATS: [&str; 9] = [
+    "float32",
+    "fp16",
+    "int8",
+    "int8_avx2",
+    "q4",
+    "q4f16",
+    "qdq8",
+    "nncf_int8",
+    "nncf_int4",
+];
+
+/// A format's file in a fixture folder (NNCF's: the IR's weights).
+pub fn format_file(format: &str) -> String {
+    match format {
+        "float32" => "model.onnx".into(),
+        "nncf_int8" | "nncf_int4" => format!("model.{format}.bin"),
+        other => format!("model.{other}.onnx"),
+    }
+}
+
+/// A format's key in `gen memory`'s computed weights.
+pub fn computed_key(format: &str) -> &str {
+    match format {
+        "float32" => "fp32",
+        "int8_avx2" => "int8",
+        other => other,
+    }
+}
+
+/// A step of the command, timed.
+#[derive(Debug, Serialize)]
+pub struct Step {
+    pub step: String,
+    pub seconds: f64,
+}
+
+/// The row, as `gen checkpoint` writes it.
+#[derive(Debug, Serialize)]
+pub struct CheckpointRow {
+    pub name: String,
+    pub path: String,
+    pub model_type: String,
+    pub parameters: Option<u64>,
+    pub float32_bytes: u64,
+    pub run_id: String,
+    pub checks: Vec<RowCheck>,
+    pub formats: Vec<FormatMemory>,
+    pub steps: Vec<Step>,
+    /// Platforms this machine cannot run, each with what is missing.
+    pub not_run: Vec<(String, String)>,
+}
+
+/// A table: its title, a sentence under it, its header and its rows.
+struct Table {
+    title: &'static str,
+    about: String,
+    header: Vec<&'static str>,
+    rows: Vec<Vec<String>>,
+}
+
+fn mb(bytes: Option<u64>) -> String {
+    bytes
+        .map(|b| format!("{:.1}", b as f64 / 1e6))
+        .unwrap_or_default()
+}
+
+impl CheckpointRow {
+    fn tables(&self) -> Vec<Table> {
+        let checks = Table {
+            title: "Checks on the trained weights",
+            about: "Float32 checks say the architecture runs and agrees with PyTorch on these weights. \
+                    A format's check here is an accuracy verdict: its users' metric against a bound fixed \
+                    before the run (the source column says where it comes from)."
+                .into(),
+            header: vec![
+                "platform", "engine", "check", "format", "check's verdict", "users' metric", "value",
+                "bound", "the row says", "median ms", "record", "bound's source",
+            ],
+            rows: self
+                .checks
+                .iter()
+                .map(|c| {
+                    vec![
+                        c.platform.clone(),
+                        c.engine.clone(),
+                        c.check.clone(),
+                        c.precision.clone(),
+                        c.status.clone(),
+                        c.bound.as_ref().map(|b| b.metric.to_string()).unwrap_or_default(),
+                        c.value.map(|v| format!("{v:.4}")).unwrap_or_default(),
+                        c.bound
+                            .as_ref()
+                            .and_then(|b| b.at_least)
+                            .map(|v| format!("≥ {v}"))
+                            .unwrap_or_default(),
+                        c.verdict.clone(),
+                        c.median_ms.map(|v| format!("{v:.1}")).unwrap_or_default(),
+                        c.record.clone(),
+                        c.bound.as_ref().map(|b| b.source.to_string()).unwrap_or_default(),
+                    ]
+                })
+                .collect(),
+        };
+        let formats = Table {
+            title: "Memory per format",
+            about: "Each format's file, exported from these weights, beside what `gen memory` computes from the checkpoint's config.json (MB)."
+                .into(),
+            header: vec!["format", "file MB", "computed MB"],
+            rows: self
+                .formats
+                .iter()
+                .map(|f| vec![f.format.clone(), mb(f.file_bytes), mb(f.computed_bytes)])
+                .collect(),
+        };
+        let steps = Table {
+            title: "Time per step",
+            about: "Wall-clock time of each step of `gen checkpoint` on this machine.".into(),
+            header: vec!["step", "seconds"],
+            rows: self
+                .steps
+                .iter()
+                .map(|s| vec![s.step.clone(), format!("{:.1}", s.seconds)])
+                .collect(),
+        };
+        let not_run = Table {
+            title: "Platforms not run here",
+            about: "What each lacks on this machine (`gen doctor`): no verdict on them.".into(),
+            header: vec!["platform", "missing"],
+            rows: self
+                .not_run
+                .iter()
+                .map(|(p, why)| vec![p.clone(), why.clone()])
+                .collect(),
+        };
+        vec![checks, formats, steps, not_run]
+    }
+
+    fn heading(&self) -> (String, String) {
+        let parameters = self
+            .parameters
+            .map(|n| format!("{:.1}M parameters, ", n as f64 / 1e6))
+            .unwrap_or_default();
+        (
+            format!("{}: its row of the matrix", self.name),
+            format!(
+                "{} ({}; {parameters}{:.1} MB at float32), run {}",
+                self.path,
+                self.model_type,
+                self.float32_bytes as f64 / 1e6,
+                self.run_id
+            ),
+        )
+    }
+
+    pub fn markdown(&self) -> String {
+        let (title, about) = self.heading();
+        let mut s = format!("# {title}\n\n{about}\n");
+        for t in self.tables() {
+            if t.rows.is_empty() {
+                continue;
+            }
+            let cell = |c: &str| c.replace('|', "\\|").replace('\n', " ");
+            let _ = write!(
+                s,
+                "\n## {}\n\n{}\n\n| {} |\n|{}\n",
+                t.title,
+                t.about,
+                t.header.join(" | "),
+                "---|".repeat(t.header.len())
+            );
+            for row in &t.rows {
+                let row: Vec<String> = row.iter().map(|c| cell(c)).collect();
+                let _ = writeln!(s, "| {} |", row.join(" | "));
+            }
+        }
+        s
+    }
+
+    pub fn html(&self) -> String {
+        let (title, about) = self.heading();
+        let mut s = format!(
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}}</style></head><body>\n<h1>{}</h1>\n<p>{}</p>\n",
+            esc(&title),
+            esc(&title),
+            esc(&about)
+        );
+        for t in self.tables() {
+            if t.rows.is_empty() {
+                continue;
+            }
+            let _ = write!(
+                s,
+                "<h2>{}</h2>\n<p>{}</p>\n<table>\n<tr>",
+                esc(t.title),
+                esc(&t.about)
+            );
+            for h in &t.header {
+                let _ = write!(s, "<th>{}</th>", esc(h));
+            }
+            s.push_str("</tr>\n");
+            for row in &t.rows {
+                s.push_str("<tr>");
+                for c in row {
+                    let _ = write!(s, "<td>{}</td>", esc(c));
+                }
+                s.push_str("</tr>\n");
+            }
+            s.push_str("</table>\n");
+        }
+        s.push_str("</body></html>\n");
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_category_is_judged_by_its_users_metric() {
+        let decoder = bound("text_decoders", "q4f16").unwrap();
+        assert_eq!(
+            (decoder.metric, decoder.at_least),
+            (SAME_NEXT_TOKEN, Some(0.80))
+        );
+        assert_eq!(bound("text_decoders", "fp16").unwrap().at_least, Some(0.99));
+        let encoder = bound("text_encoders", "int8").unwrap();
+        assert_eq!(
+            (encoder.metric, encoder.at_least),
+            (POOLED_COSINE, Some(0.99))
+        );
+        // No source, no bound: shown, not judged.
+        assert_eq!(bound("text_encoders", "q4").unwrap().at_least, None);
+        assert_eq!(bound("vision", "fp16").unwrap().metric, WORST_ROW_COSINE);
+        // float32 is the reference, judged by its own checks.
+        assert!(bound("text_decoders", "float32").is_none());
+    }
+}

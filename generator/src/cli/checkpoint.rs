@@ -1,0 +1,465 @@
+//! `gen checkpoint`: one trained checkpoint's row of the matrix, in one command.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use hwmatrix_cell::Platform;
+use hwmatrix_importer::checkpoint::{self, Weights};
+use hwmatrix_importer::fixtures::{self, Source};
+use hwmatrix_record::Record;
+use hwmatrix_results::report::checkpoint_row::{self, CheckpointRow, FormatMemory, Step};
+use hwmatrix_specs::plan::{self, Selection};
+use sha2::Digest;
+
+use super::{Context, doctor, workers};
+
+pub const ABOUT: &str = "\
+Runs one trained checkpoint through every platform, engine and format this
+machine runs, and writes its row of the matrix: report.md and report.html,
+with the run's records, in results/checkpoints/<name>/ (or --out).
+
+PATH is a checkpoint folder as save_pretrained writes it (config.json with
+model.safetensors or pytorch_model.bin) or a GGUF file (llama.cpp's format,
+which transformers dequantizes to float32; `bash tests/setup.sh checkpoints`
+installs its loader). Before anything is exported or allocated, gen refuses
+a folder that is not a checkpoint, a config.json it cannot read (file, line
+and column), an architecture model-specs/ has no spec of, a GGUF of an
+architecture transformers cannot load, and weights too large for this
+machine's memory (their size counted from the files' headers); a refusal
+writes nothing.
+
+Then, with a line of progress per step: the fixtures are exported from the
+checkpoint by the same recipe as the tiny ones (every format: fp16, int8, q4,
+q4f16, qdq8, and NNCF's int8 and int4 where OpenVINO is installed), each
+format's memory is computed from the config, and the architecture's cells run
+on every usable platform (`gen doctor`), ignored ones included: on trained
+weights a known issue is measured again. Each format is judged by what its
+users measure, against a bound fixed before the run and shown with its
+source: decoders by how often their next token is float32's, sentence
+encoders by the mean-pooled embedding's cosine, the others by the worst
+row's cosine (shown, not judged, where no source fixes a bound). The folder is
+written whole at the end: an interrupted run leaves only a .partial folder.
+
+  gen checkpoint ~/.cache/hwmatrix/checkpoints/all-MiniLM-L6-v2
+  gen checkpoint model.Q4_1.gguf --platform cpu --platform openvino
+  gen checkpoint DIR --dry-run          what would run, and whether it fits";
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A checkpoint folder (config.json with model.safetensors or pytorch_model.bin) or a .gguf file
+    path: PathBuf,
+    /// Where the row goes (default: results/checkpoints/<name>)
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// The exporter venv's Python (default: $HWMATRIX_PYTHON, else ~/.cache/hwmatrix/venv/bin/python)
+    #[arg(long, value_name = "FILE")]
+    python: Option<PathBuf>,
+    /// Python worker processes for the export (default: one per core)
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Skip NNCF's weight formats (OpenVINO's int8 and int4)
+    #[arg(long)]
+    no_nncf: bool,
+    /// Inspect the checkpoint and say what would run; export and run nothing
+    #[arg(long)]
+    dry_run: bool,
+}
+
+pub fn run(
+    cx: &Context,
+    args: &Args,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32, String> {
+    let started = Instant::now();
+    let specs = cx.specs()?;
+    // Every refusal comes before anything is written.
+    let found = checkpoint::inspect(&args.path)?;
+    let Some(model) = specs.model(&found.model_type) else {
+        return Err(format!(
+            "error: {}: architecture `{}`, which model-specs/ has no spec of\n  help: `gen list` names the {} architectures it has; `gen import --model {}` derives a spec from transformers' registries",
+            args.path.display(),
+            found.model_type,
+            specs.models.len(),
+            found.model_type
+        ));
+    };
+    if let [wanted] = &cx.select.model[..]
+        && *wanted != found.model_type
+    {
+        return Err(format!(
+            "error: {} is a `{}` checkpoint, not `{wanted}`\n  help: drop --model: the checkpoint's config names its architecture",
+            args.path.display(),
+            found.model_type
+        ));
+    }
+    checkpoint::fits(&found, checkpoint::available_memory())?;
+    let tools = hwmatrix_cell::paths::cache_dir().join("checkpoints/.tools");
+    if matches!(found.weights, Weights::Gguf(_)) && !tools.join("gguf").is_dir() {
+        return Err(format!(
+            "error: {} is a GGUF: transformers reads it with the gguf package, not installed at {}\n  help: `bash tests/setup.sh checkpoints` installs it",
+            args.path.display(),
+            tools.display()
+        ));
+    }
+    let platforms = if cx.select.platform.is_empty() {
+        Platform::ALL.to_vec()
+    } else {
+        cx.select.platform.clone()
+    };
+    let diagnoses: Vec<doctor::Diagnosis> = platforms
+        .into_iter()
+        .map(|p| doctor::diagnose(&specs, p))
+        .collect();
+    let _ = writeln!(
+        out,
+        "{}: {} ({}, {:.1} MB at float32, counted from {}); exporting it needs about {:.1} GB here",
+        found.path.display(),
+        found.name,
+        found.model_type,
+        found.float32_bytes as f64 / 1e6,
+        found.counted(),
+        checkpoint::export_needs(&found) as f64 / 1e9
+    );
+    for d in &diagnoses {
+        let _ = match d.usable() {
+            true => writeln!(out, "  {}: runs here", d.platform),
+            false => writeln!(out, "  {}: not here ({})", d.platform, d.missing.join("; ")),
+        };
+    }
+    if args.dry_run {
+        return Ok(0);
+    }
+
+    let dir = match &args.out {
+        Some(dir) => dir.clone(),
+        None => hwmatrix_cell::paths::results_dir()?
+            .join("checkpoints")
+            .join(&found.name),
+    };
+    let partial = PathBuf::from(format!("{}.partial", dir.display()));
+    let _ = std::fs::remove_dir_all(&partial);
+    std::fs::create_dir_all(&partial).map_err(|e| format!("error: {}: {e}", partial.display()))?;
+    // A run that stops on an error leaves nothing half-written (moved into place, it is gone already).
+    let _unfinished = RemovedOnDrop(partial.clone());
+    let python = args
+        .python
+        .clone()
+        .unwrap_or_else(hwmatrix_cell::paths::python);
+    let run_id = format!("checkpoint-{}-{}", found.name, hwmatrix_cell::run::run_id());
+    let mut steps = Vec::new();
+    let mut step = |name: String, since: Instant, out: &mut dyn Write| {
+        let seconds = since.elapsed().as_secs_f64();
+        let _ = writeln!(out, "  done: {name} ({seconds:.1} s)");
+        steps.push(Step {
+            step: name,
+            seconds,
+        });
+    };
+
+    // 1. A GGUF becomes a float32 checkpoint folder (transformers' own loader), kept in
+    //    the cache beside the fixtures: a second run converts nothing.
+    let cache = hwmatrix_cell::paths::cache_dir()
+        .join("checkpoint-rows")
+        .join(&found.name);
+    let folder = match &found.weights {
+        Weights::Gguf(file) => {
+            let since = Instant::now();
+            let _ = writeln!(
+                out,
+                "[1/4] the GGUF dequantized to a float32 checkpoint folder"
+            );
+            let target = cache.join("checkpoint");
+            if !target.join("config.json").is_file() {
+                let converting = cache.join("checkpoint.partial");
+                let _ = std::fs::remove_dir_all(&converting);
+                let status = Command::new(&python)
+                    .arg(hwmatrix_importer::workers::exporter_dir().join("checkpoints.py"))
+                    .arg("from-gguf")
+                    .arg(file)
+                    .arg(&converting)
+                    .env("PYTHONPATH", &tools)
+                    .status()
+                    .map_err(|e| format!("error: cannot run {}: {e}", python.display()))?;
+                if !status.success() {
+                    let _ = std::fs::remove_dir_all(&converting);
+                    return Err(format!(
+                        "error: transformers could not load {} as a checkpoint ({status}; its error is above)",
+                        file.display()
+                    ));
+                }
+                std::fs::rename(&converting, &target)
+                    .map_err(|e| format!("error: {}: {e}", target.display()))?;
+            }
+            step("GGUF to a float32 folder".into(), since, out);
+            target
+        }
+        _ => std::fs::canonicalize(&found.path)
+            .map_err(|e| format!("error: {}: {e}", found.path.display()))?,
+    };
+
+    // 2. Fixtures from the checkpoint, every format, by the tiny fixtures' recipe.
+    let selection = Selection {
+        models: vec![found.model_type.clone()],
+        categories: vec![],
+        platforms: vec![],
+    };
+    let model_plan = plan::plan(&specs, &selection).map_err(|e| format!("error: {e}"))?;
+    // In the cache, by the fixtures' own key: a second run of the same checkpoint exports nothing.
+    let fixtures_dir = cache.join("fixtures");
+    let since = Instant::now();
+    let _ = writeln!(
+        out,
+        "[2/4] fixtures of {} from the checkpoint",
+        found.model_type
+    );
+    let openvino_python = hwmatrix_platforms::openvino::runtime_python();
+    let nncf_python =
+        (!args.no_nncf && openvino_python.exists()).then_some(openvino_python.as_path());
+    let built = fixtures::build(
+        &model_plan,
+        &fixtures_dir,
+        &python,
+        workers(args.jobs),
+        &Source::Checkpoint(folder.clone()),
+        false,
+        nncf_python,
+        err,
+    )?;
+    if let Some((_, why)) = built.failed.first() {
+        return Err(format!(
+            "error: the exporter failed on {}: {}\n  help: its traceback is in {}/.logs/",
+            found.model_type,
+            why.lines().next().unwrap_or_default(),
+            fixtures_dir.display()
+        ));
+    }
+    step("fixtures (every format)".into(), since, out);
+    let since = Instant::now();
+    let computed = hwmatrix_importer::memory::compute(
+        &model_plan,
+        &super::memory::cache_dir(),
+        &python,
+        1,
+        Some(&folder),
+        err,
+    )?;
+    step(
+        "memory per format, computed from config.json".into(),
+        since,
+        out,
+    );
+
+    // 3. The architecture's cells on each platform that runs here.
+    let records_dir = partial.join("records");
+    std::fs::create_dir_all(&records_dir)
+        .map_err(|e| format!("error: {}: {e}", records_dir.display()))?;
+    let module = format!("{}::{}::", model.spec.category, model.module);
+    let usable: Vec<&doctor::Diagnosis> = diagnoses.iter().filter(|d| d.usable()).collect();
+    for (n, d) in usable.iter().enumerate() {
+        let since = Instant::now();
+        let _ = writeln!(
+            out,
+            "[3/4] {}'s cells on {} ({} of {}): {}",
+            found.model_type,
+            d.platform,
+            n + 1,
+            usable.len(),
+            d.command
+        );
+        for filter in d.filters(&module) {
+            // Generation needs a generation fixture, which a checkpoint's export does not
+            // build yet: skipped, not failed.
+            checkpoint_cells(
+                cx,
+                &d.features,
+                &filter,
+                &fixtures_dir,
+                &records_dir,
+                &run_id,
+            )?;
+        }
+        let measured = read_records(&records_dir, &run_id)?;
+        let on = |status| {
+            measured
+                .iter()
+                .filter(|(r, _)| r.platform == d.platform && r.status == status)
+                .count()
+        };
+        let _ = writeln!(
+            out,
+            "  {}: {} checks passed, {} failed",
+            d.platform,
+            on(hwmatrix_cell::Outcome::Passed),
+            on(hwmatrix_cell::Outcome::Failed)
+        );
+        step(format!("cells on {}", d.platform), since, out);
+    }
+
+    // 4. The row: each record judged, each format's memory, each step's time.
+    let _ = writeln!(out, "[4/4] the row's report");
+    let records = read_records(&records_dir, &run_id)?;
+    if records.is_empty() {
+        return Err(format!(
+            "error: no cell of {} left a record in {}\n  help: the test output above says why",
+            found.model_type,
+            records_dir.display()
+        ));
+    }
+    let weights = computed
+        .into_iter()
+        .next()
+        .and_then(|(_, c)| c.ok())
+        .and_then(|c| c.get("weights").cloned());
+    let formats = checkpoint_row::FORMATS
+        .iter()
+        .map(|format| {
+            let file = fixtures_dir
+                .join(&found.model_type)
+                .join(checkpoint_row::format_file(format));
+            FormatMemory {
+                format: format.to_string(),
+                file_bytes: std::fs::metadata(&file).ok().map(|m| m.len()),
+                computed_bytes: weights
+                    .as_ref()
+                    .and_then(|w| w.get(checkpoint_row::computed_key(format))?.as_u64()),
+            }
+        })
+        .filter(|f| f.file_bytes.is_some())
+        .collect();
+    let row = CheckpointRow {
+        name: found.name.clone(),
+        path: found.path.display().to_string(),
+        model_type: found.model_type.clone(),
+        parameters: found.parameters,
+        float32_bytes: found.float32_bytes,
+        run_id: run_id.clone(),
+        checks: records
+            .iter()
+            .map(|(record, id)| checkpoint_row::judge(record, id))
+            .collect(),
+        formats,
+        steps: {
+            let mut steps = steps;
+            steps.push(Step {
+                step: "in all".into(),
+                seconds: started.elapsed().as_secs_f64(),
+            });
+            steps
+        },
+        not_run: diagnoses
+            .iter()
+            .filter(|d| !d.usable())
+            .map(|d| (d.platform.to_string(), d.missing.join("; ")))
+            .collect(),
+    };
+    write(&partial.join("report.md"), row.markdown())?;
+    write(&partial.join("report.html"), row.html())?;
+    let json = serde_json::to_string_pretty(&row).map_err(|e| e.to_string())? + "\n";
+    write(&partial.join("report.json"), json)?;
+    // The whole folder at once: the previous row stays until this one is complete.
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::rename(&partial, &dir).map_err(|e| {
+        format!(
+            "error: cannot move {} to {}: {e}",
+            partial.display(),
+            dir.display()
+        )
+    })?;
+    let judged = row
+        .checks
+        .iter()
+        .filter(|c| c.bound.as_ref().is_some_and(|b| b.at_least.is_some()))
+        .count();
+    let lost = row
+        .checks
+        .iter()
+        .filter(|c| c.verdict.starts_with("loses"))
+        .count();
+    let failed = row.checks.iter().filter(|c| c.status == "failed").count();
+    let _ = writeln!(
+        out,
+        "{}: {} checks on {} platforms, {failed} failed their own check; {judged} formats judged by their users' metric, {lost} lose accuracy; report in {}/report.md and report.html ({:.0} s)",
+        found.name,
+        row.checks.len(),
+        usable.len(),
+        dir.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(0)
+}
+
+/// Runs one filter's cells on the checkpoint's fixtures, into the row's records.
+fn checkpoint_cells(
+    cx: &Context,
+    features: &[String],
+    filter: &str,
+    fixtures: &Path,
+    records: &Path,
+    run_id: &str,
+) -> Result<(), String> {
+    let run_id = std::ffi::OsString::from(run_id);
+    hwmatrix_importer::measure::cargo_test_cells(
+        &cx.root,
+        &features.join(","),
+        &[filter.to_string(), "--skip".into(), "generates".into()],
+        &[
+            ("HWMATRIX_FIXTURES", fixtures),
+            ("HWMATRIX_RESULTS", records),
+        ],
+        |c| {
+            // The report holds each check's verdict; the tests' own output would bury the progress.
+            c.env("HWMATRIX_RUN_ID", &run_id)
+                .env("RUST_BACKTRACE", "0")
+                .stdout(std::process::Stdio::null());
+        },
+    )
+    .map(drop)
+}
+
+/// The run's records, each with its name (the first 16 hex digits of its line's SHA-256).
+fn read_records(dir: &Path, run_id: &str) -> Result<Vec<(Record, String)>, String> {
+    let mut records = Vec::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("error: {}: {e}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    for file in files {
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| format!("error: {}: {e}", file.display()))?;
+        for (n, line) in text.lines().enumerate() {
+            let record: Record = serde_json::from_str(line)
+                .map_err(|e| format!("error: {}:{}: not a record: {e}", file.display(), n + 1))?;
+            let measured = matches!(
+                record.status,
+                hwmatrix_cell::Outcome::Passed | hwmatrix_cell::Outcome::Failed
+            );
+            if measured && record.run_id == run_id {
+                let id = hwmatrix_cell::content::hex(&sha2::Sha256::digest(line.as_bytes()));
+                records.push((record, id[..16].to_string()));
+            }
+        }
+    }
+    records.sort_by(|(a, _), (b, _)| {
+        (a.platform.name(), &a.engine, &a.check).cmp(&(b.platform.name(), &b.engine, &b.check))
+    });
+    Ok(records)
+}
+
+fn write(path: &Path, text: String) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("error: {}: {e}", path.display()))
+}
+
+/// A folder removed when it goes out of scope: the unfinished row of a run that stopped.
+struct RemovedOnDrop(PathBuf);
+
+impl Drop for RemovedOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
