@@ -10,7 +10,8 @@ reads, and what their float32 activations say about float16.
       refuses a completion that does not start with it: a broken conversion, not a checkpoint.
   python checkpoints.py ranges CHECKPOINT_DIR OUT.json
       Range evidence for the float16 verdicts (issue 64): each module's largest float32
-      activation on the texts a checkpoint's fixture feeds (export.py's CHECKPOINT_TEXTS)
+      activation of a text model (a decoder with its head, any other bare) on the texts a
+      checkpoint's fixture feeds (export.py's CHECKPOINT_TEXTS)
       against float16's largest finite value, and where the
       model's own float16 forward pass (torch, on this CPU) first gives a non-finite value.
 
@@ -108,7 +109,11 @@ def widest(runs) -> list[tuple[str, float]]:
 
 def ranges(checkpoint: str, out: str) -> None:
     tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint, local_files_only=True)
-    model = transformers.AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32, local_files_only=True).eval()
+    # A decoder with its language-model head (its logits are what overflow), any other text model bare.
+    config = transformers.AutoConfig.from_pretrained(checkpoint, local_files_only=True)
+    causal = any(name.endswith("ForCausalLM") for name in config.architectures or [])
+    auto = transformers.AutoModelForCausalLM if causal else transformers.AutoModel
+    model = auto.from_pretrained(checkpoint, dtype=torch.float32, local_files_only=True).eval()
     # The texts the checkpoint's fixture feeds (export.py's), each on its own: what its checks read.
     texts = [text for batch in CHECKPOINT_TEXTS for text in batch]
     every = [tokenizer(text, return_tensors="pt").input_ids for text in texts]

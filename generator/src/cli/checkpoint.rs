@@ -252,6 +252,40 @@ pub fn run(
         out,
     );
 
+    // Range evidence for the float16 verdicts, where the checkpoint takes text.
+    let range = if matches!(
+        model.spec.category.as_str(),
+        "text_encoders" | "text_decoders"
+    ) {
+        let since = Instant::now();
+        let file = partial.join("ranges.json");
+        let status = Command::new(&python)
+            .arg(hwmatrix_importer::workers::exporter_dir().join("checkpoints.py"))
+            .args(["ranges".as_ref(), folder.as_os_str(), file.as_os_str()])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .map_err(|e| format!("error: cannot run {}: {e}", python.display()))?;
+        step(
+            "float32 activations against float16's range".into(),
+            since,
+            out,
+        );
+        match status.success() {
+            true => std::fs::read_to_string(&file)
+                .map_err(|e| e.to_string())
+                .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+                .map_err(|e| format!("{}: {e}", file.display())),
+            false => Err(format!(
+                "checkpoints.py ranges failed ({status}; its error is above)"
+            )),
+        }
+    } else {
+        Err(format!(
+            "measured for text checkpoints only (the fixture's texts); {} is {}",
+            found.model_type, model.spec.category
+        ))
+    };
+
     // 3. The architecture's cells on each platform that runs here.
     let records_dir = partial.join("records");
     std::fs::create_dir_all(&records_dir)
@@ -354,6 +388,7 @@ pub fn run(
             .filter(|d| !d.usable())
             .map(|d| (d.platform.to_string(), d.missing.join("; ")))
             .collect(),
+        range,
     };
     write(&partial.join("report.md"), row.markdown())?;
     write(&partial.join("report.html"), row.html())?;

@@ -215,6 +215,28 @@ pub struct CheckpointRow {
     pub steps: Vec<Step>,
     /// Platforms this machine cannot run, each with what is missing.
     pub not_run: Vec<(String, String)>,
+    /// Where these weights stand against float16's range (checkpoints.py ranges), or why
+    /// it was not measured.
+    pub range: Result<Range, String>,
+}
+
+/// A text checkpoint's float32 activations against float16's largest finite value
+/// (65504), on the texts its fixture feeds, and where torch's own float16 forward
+/// pass first goes non-finite: what an fp16 verdict of these weights rests on.
+#[derive(Debug, Serialize, serde::Deserialize)]
+pub struct Range {
+    pub largest_float32_outputs: Vec<RangeRow>,
+    #[serde(default)]
+    pub largest_float32_norm_input_squares: Vec<RangeRow>,
+    pub float16_first_non_finite: Option<String>,
+    pub conditions: String,
+}
+
+#[derive(Debug, Serialize, serde::Deserialize)]
+pub struct RangeRow {
+    pub module: String,
+    pub abs_max: f64,
+    pub of_float16_max: f64,
 }
 
 /// A table: its title, a sentence under it, its header and its rows.
@@ -299,7 +321,39 @@ impl CheckpointRow {
                 .map(|(p, why)| vec![p.clone(), why.clone()])
                 .collect(),
         };
-        vec![checks, formats, steps, not_run]
+        let range = Table {
+            title: "Float16 range",
+            about: match &self.range {
+                Ok(r) => format!(
+                    "The largest float32 activations of these weights on the fixture's texts, against float16's largest finite value (65504); a norm's input square is what a norm computed in float16 sums. torch's own float16 forward pass: {} ({}).",
+                    r.float16_first_non_finite
+                        .as_deref()
+                        .map(|m| format!("first non-finite in {m}"))
+                        .unwrap_or_else(|| "finite throughout".into()),
+                    r.conditions
+                ),
+                Err(why) => format!("Not measured: {why}."),
+            },
+            header: vec!["module", "largest float32 value", "of float16's largest"],
+            rows: self
+                .range
+                .iter()
+                .flat_map(|r| {
+                    r.largest_float32_outputs
+                        .iter()
+                        .take(3)
+                        .chain(r.largest_float32_norm_input_squares.iter().take(2))
+                })
+                .map(|row| {
+                    vec![
+                        row.module.clone(),
+                        format!("{:.4e}", row.abs_max),
+                        format!("{:.2}%", row.of_float16_max * 100.0),
+                    ]
+                })
+                .collect(),
+        };
+        vec![checks, range, formats, steps, not_run]
     }
 
     fn heading(&self) -> (String, String) {
@@ -324,6 +378,9 @@ impl CheckpointRow {
         let mut s = format!("# {title}\n\n{about}\n");
         for t in self.tables() {
             if t.rows.is_empty() {
+                if t.title == "Float16 range" {
+                    let _ = write!(s, "\n## {}\n\n{}\n", t.title, t.about);
+                }
                 continue;
             }
             let cell = |c: &str| c.replace('|', "\\|").replace('\n', " ");
@@ -401,5 +458,32 @@ mod tests {
         assert_eq!(bound("vision", "fp16").unwrap().metric, WORST_ROW_COSINE);
         // float32 is the reference, judged by its own checks.
         assert!(bound("text_decoders", "float32").is_none());
+    }
+
+    /// A decoder's q4 record as a run writes it (SmolLM2's on 2026-12-06, trimmed).
+    fn decoder_record(top1: f64, max_abs: f64) -> Record {
+        serde_json::from_value(serde_json::json!({
+            "run_id": "r", "time": "t", "host": "h", "model": "llama", "category": "text_decoders",
+            "platform": "cpu", "engine_kind": "onnxruntime", "engine": "onnxruntime, CPUExecutionProvider",
+            "check": "q4_matches_reference", "status": "failed", "basis": "measured", "precision": "q4",
+            "runtime_version": "0.1.0",
+            "deviation": {"tolerance": {"abs": 0.0, "rel": 0.0}, "max_abs": 13.3, "max_rel": 10487.4,
+                "outputs": [{"output": "logits", "elements": 589824, "violations": 589824,
+                    "max_abs": max_abs, "max_rel": 10487.4,
+                    "reference": {"mean": 12.2, "max_from_mean": 28.1, "constant_would_pass": false},
+                    "agreement": {"rows": 12, "cosine_min": 0.9596, "rel_l2": 0.2359, "top1": top1}}]}
+        }))
+        .expect("a record")
+    }
+
+    #[test]
+    fn a_format_is_judged_against_its_bound_and_a_non_finite_output_fails() {
+        let lost = judge(&decoder_record(0.4167, 13.3), "id");
+        assert_eq!(lost.value, Some(0.4167));
+        assert_eq!(lost.verdict, "loses accuracy (0.4167 < 0.8)");
+        let kept = judge(&decoder_record(0.9, 13.3), "id");
+        assert_eq!(kept.verdict, "keeps its accuracy (0.9000 ≥ 0.8)");
+        let overflow = judge(&decoder_record(0.9, f64::INFINITY), "id");
+        assert_eq!(overflow.verdict, "non-finite values in logits");
     }
 }
