@@ -33,6 +33,7 @@ const WORST_ROW_COSINE: &str = "worst-row cosine";
 
 const LLAMA_CPP: &str = "llama.cpp's quantization statistics (\"Same top p\" of llama-perplexity --kl-divergence: a 16-bit float 100%, ggml-org/llama.cpp#10714; 8 bits about 95%, #5081; 4 bits 89.9%, #12557), less a margin for a model of 100M-class size";
 const SENTENCE_INT8: &str = "docs/quantization.md: ONNX Runtime's per-channel int8 keeps a worst-sentence cosine of 0.99 on all-MiniLM-L6-v2, where transformers.js's per-tensor q8 (0.960) moves a nearest neighbour";
+const NO_NEXT_TOKEN: &str = "the architecture's fixture is its base model (hidden states, no logits): no next token to compare, so no bound";
 const NO_SOURCE: &str = "no published figure to fix a bound from: the value is shown, not judged";
 
 /// The bits a format stores its weights in (None for float32, the reference).
@@ -96,14 +97,13 @@ pub struct RowCheck {
 
 /// Judges one record by its users' metric: the lowest value over its outputs.
 pub fn judge(record: &Record, record_id: &str) -> RowCheck {
-    let bound = bound(&record.category, &record.precision);
     let outputs = record
         .deviation
         .as_ref()
         .map(|d| d.outputs.as_slice())
         .unwrap_or_default();
     let non_finite = outputs.iter().find(|o| !o.max_abs.is_finite());
-    let value = bound.as_ref().and_then(|b| {
+    let measure = |b: &Bound| {
         outputs
             .iter()
             .filter_map(|o| {
@@ -115,7 +115,19 @@ pub fn judge(record: &Record, record_id: &str) -> RowCheck {
                 }
             })
             .reduce(f64::min)
-    });
+    };
+    let mut bound = bound(&record.category, &record.precision);
+    let mut value = bound.as_ref().and_then(measure);
+    // A decoder whose fixture is its base model (hidden states, no logits) has no next token.
+    if value.is_none() && bound.as_ref().is_some_and(|b| b.metric == SAME_NEXT_TOKEN) {
+        let cosine = Bound {
+            metric: WORST_ROW_COSINE,
+            at_least: None,
+            source: NO_NEXT_TOKEN,
+        };
+        value = measure(&cosine);
+        bound = Some(cosine);
+    }
     let status = format!("{:?}", record.status).to_lowercase();
     let reason = record
         .reason
@@ -485,5 +497,15 @@ mod tests {
         assert_eq!(kept.verdict, "keeps its accuracy (0.9000 ≥ 0.8)");
         let overflow = judge(&decoder_record(0.9, f64::INFINITY), "id");
         assert_eq!(overflow.verdict, "non-finite values in logits");
+        // A base-model decoder's hidden states: no next token, their cosine shown.
+        let mut hidden = decoder_record(0.9, 13.3);
+        hidden.deviation.as_mut().unwrap().outputs[0]
+            .agreement
+            .as_mut()
+            .unwrap()
+            .top1 = None;
+        let shown = judge(&hidden, "id");
+        assert_eq!(shown.bound.unwrap().metric, WORST_ROW_COSINE);
+        assert_eq!(shown.verdict, "0.9596, not judged");
     }
 }
