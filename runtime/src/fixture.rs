@@ -621,7 +621,6 @@ mod tests {
             "model_type": "m", "source": "tiny-random", "shapes": [], "cache_key": "k1",
         });
         let content = |nncf_key: &str| Content {
-            digests: None,
             spec_digest: "s".into(),
             cache_key: Some("k1".into()),
             nncf_key: Some(nncf_key.into()),

@@ -206,11 +206,10 @@ fn record_content(plan: &Plan, root: &Path, log: &mut dyn Write) -> Result<usize
         }
         let nncf_key = key_in(&dir, hwmatrix_cell::paths::NNCF_RECORD, "key");
         // Taken again where it does not name the CPU that built the fixture (its
-        // class and kernel features): the cache is this machine's; and where its
-        // digests are of another form.
+        // class and kernel features): the cache is this machine's. (One whose
+        // digests are of another form reads as none.)
         let current = Content::read(&dir).is_some_and(|c| {
-            c.digests == Some(hwmatrix_cell::content::DIGESTS)
-                && c.spec_digest == spec_digest
+            c.spec_digest == spec_digest
                 && c.cache_key == cache_key
                 && c.nncf_key == nncf_key
                 && c.built_on

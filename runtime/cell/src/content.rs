@@ -30,17 +30,24 @@ pub const GENERATION_PART: &str = "generation";
 /// version recorded anew changes no digest.
 const BUILD_FIELDS: [&str; 3] = ["cache_key", "exporter", "versions"];
 
-/// The version of the digests [`Content::take`] computes: raised when a part's
-/// canonical form changes (2: TorchScript values read once are inlined), so
-/// `gen fixtures` takes every record again and no digest of one form is compared
-/// with one of another.
+/// The form of the digests [`Content::take`] computes, written beside them in
+/// content.json: raised when a part's canonical form changes (2: TorchScript
+/// values read once are inlined). A record of another form is not read
+/// ([`Content::read`]), so `gen fixtures` takes it again and no digest of one
+/// form is compared with one of another.
 pub const DIGESTS: u32 = 2;
+
+/// content.json as written: the record with the form of its digests.
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    #[serde(default)]
+    digests: Option<u32>,
+    #[serde(flatten)]
+    content: Content,
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Content {
-    /// [`DIGESTS`] when taken; absent in records of the first form.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub digests: Option<u32>,
     /// sha256 of the spec the fixture was built from (the generated
     /// declaration's `spec_digest`): a cell refuses a fixture of another spec.
     pub spec_digest: String,
@@ -120,7 +127,6 @@ impl Content {
             parts.insert("meta".into(), meta_digest(dir)?);
         }
         Ok(Content {
-            digests: Some(DIGESTS),
             spec_digest: spec_digest.to_string(),
             cache_key,
             nncf_key,
@@ -129,14 +135,20 @@ impl Content {
         })
     }
 
-    /// The content record of the fixture in `dir`, if `gen fixtures` wrote one.
+    /// The content record of the fixture in `dir`, if `gen fixtures` wrote one
+    /// with digests of today's form ([`DIGESTS`]).
     pub fn read(dir: &Path) -> Option<Content> {
         let text = std::fs::read_to_string(dir.join(CONTENT_RECORD)).ok()?;
-        serde_json::from_str(&text).ok()
+        let stored: Stored = serde_json::from_str(&text).ok()?;
+        (stored.digests == Some(DIGESTS)).then_some(stored.content)
     }
 
     pub fn write(&self, dir: &Path) -> std::io::Result<()> {
-        let mut text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        let stored = Stored {
+            digests: Some(DIGESTS),
+            content: self.clone(),
+        };
+        let mut text = serde_json::to_string_pretty(&stored).map_err(std::io::Error::other)?;
         text.push('\n');
         std::fs::write(dir.join(CONTENT_RECORD), text)
     }
@@ -635,6 +647,30 @@ mod tests {
 
     /// The trace's digest follows what libtorch computes with, not the
     /// source paths in its debug records or the id that hashes them.
+    #[test]
+    fn a_record_of_another_form_of_digests_is_not_read() {
+        let dir =
+            std::env::temp_dir().join(format!("hwmatrix-content-form-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let content = Content {
+            spec_digest: "s".into(),
+            cache_key: None,
+            nncf_key: None,
+            built_on: None,
+            parts: [("graph".to_string(), "g".to_string())].into(),
+        };
+        content.write(&dir).unwrap();
+        assert_eq!(Content::read(&dir), Some(content));
+        // The first form wrote no `digests`: taken again, never compared.
+        std::fs::write(
+            dir.join(CONTENT_RECORD),
+            r#"{"spec_digest": "s", "parts": {"graph": "g"}}"#,
+        )
+        .unwrap();
+        assert_eq!(Content::read(&dir), None);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
     #[test]
     fn a_value_the_printer_inlined_or_not_digests_the_same() {
         let canonical = |code: &str| {
