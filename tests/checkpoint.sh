@@ -267,3 +267,30 @@ for platform, precision in [("cpu", p) for p in precisions] + [("webgpu", "fp16"
                   f"{a['top1']:.1%} of {a['rows']} positions (bound {bound}: {verdict}); logits worst-row cosine {a['cosine_min']:.4f}, "
                   f"relative L2 {a['rel_l2']:.4f}, max abs error {out['max_abs']:.3g}{f16}")
 PY
+
+# 5. The same trained encoder through `gen checkpoint`, the one command a maintainer runs on
+#    their own checkpoint: its refusals are tested in tests/tests/cli.rs; here its row on cpu
+#    (the platform CI measures every run; each other platform here is one more --platform).
+#    The row must hold every check of bert's cpu cells, the int8 formats judged by the
+#    mean-pooled embedding cosine against their bound, and the float16 range evidence.
+row="$work/minilm-row"
+"${gen[@]}" checkpoint "$real" --platform cpu --out "$row"
+"$python" - "$row/report.json" <<'PY'
+import json, sys
+row = json.load(open(sys.argv[1]))
+checks = {(c["engine"], c["check"]): c for c in row["checks"]}
+for engine in ("onnx", "torch"):
+    for check in ("runs", "matches_reference", "dynamic_shapes"):
+        c = checks.get((engine, check))
+        if not c or c["status"] != "passed":
+            sys.exit(f"error: gen checkpoint's row of all-MiniLM-L6-v2 lacks a passed {engine} {check}: {c}")
+int8 = checks.get(("onnx", "int8_matches_reference"))
+if not int8 or int8["bound"]["metric"] != "mean-pooled embedding cosine (worst sentence)" or int8["value"] is None:
+    sys.exit(f"error: the row's int8 check is not judged by the mean-pooled embedding cosine: {int8}")
+if "Ok" not in row["range"] or not row["range"]["Ok"]["largest_float32_outputs"]:
+    sys.exit(f"error: the row has no float16 range evidence: {row['range']}")
+print(f"gen checkpoint all-MiniLM-L6-v2: {len(row['checks'])} checks; int8 {int8['verdict']}; "
+      f"largest float32 output {row['range']['Ok']['largest_float32_outputs'][0]['abs_max']} "
+      f"in {row['range']['Ok']['largest_float32_outputs'][0]['module']}; steps "
+      + ", ".join(f"{s['step']} {s['seconds']:.0f} s" for s in row["steps"]))
+PY

@@ -216,8 +216,6 @@ pub fn run(
         found.model_type
     );
     let openvino_python = hwmatrix_platforms::openvino::runtime_python();
-    let nncf_python =
-        (!args.no_nncf && openvino_python.exists()).then_some(openvino_python.as_path());
     let built = fixtures::build(
         &model_plan,
         &fixtures_dir,
@@ -225,7 +223,7 @@ pub fn run(
         workers(args.jobs),
         &Source::Checkpoint(folder.clone()),
         false,
-        nncf_python,
+        super::fixtures::nncf_python(args.no_nncf, &openvino_python),
         err,
     )?;
     if let Some((_, why)) = built.failed.first() {

@@ -69,8 +69,6 @@ pub fn run(
         ),
     };
     let openvino_python = hwmatrix_platforms::openvino::runtime_python();
-    let nncf_python =
-        (!args.no_nncf && openvino_python.exists()).then_some(openvino_python.as_path());
     let summary = fixtures::build(
         &plan,
         &dir,
@@ -78,7 +76,7 @@ pub fn run(
         workers(args.jobs),
         &source,
         args.retry_generation,
-        nncf_python,
+        nncf_python(args.no_nncf, &openvino_python),
         err,
     )?;
     let _ = writeln!(
@@ -137,4 +135,12 @@ pub fn run(
     } else {
         1
     })
+}
+
+/// OpenVINO's venv, which makes NNCF's formats, unless skipped or not installed.
+pub(super) fn nncf_python(
+    no_nncf: bool,
+    openvino_python: &std::path::Path,
+) -> Option<&std::path::Path> {
+    (!no_nncf && openvino_python.exists()).then_some(openvino_python)
 }

@@ -362,7 +362,7 @@ fn with_single_uses_inlined(code: &[u8]) -> Vec<u8> {
                 (start, end, expr.clone())
             })
             .collect();
-        here.sort_by(|a, b| b.0.cmp(&a.0));
+        here.sort_by_key(|h| std::cmp::Reverse(h.0));
         for (start, end, expr) in here {
             text.splice(start..end, expr);
         }

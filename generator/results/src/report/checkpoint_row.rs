@@ -175,18 +175,8 @@ pub struct FormatMemory {
     pub computed_bytes: Option<u64>,
 }
 
-/// The formats a checkpoint's fixture holds, float32 first.
-pub const FORMATS: [&str; 9] = [
-    "float32",
-    "fp16",
-    "int8",
-    "int8_avx2",
-    "q4",
-    "q4f16",
-    "qdq8",
-    "nncf_int8",
-    "nncf_int4",
-];
+/// The formats a checkpoint's fixture holds, float32 first (the precision tables' order).
+pub const FORMATS: [&str; 9] = super::precision::FORMAT_ORDER;
 
 /// A format's file in a fixture folder (NNCF's: the IR's weights).
 pub fn format_file(format: &str) -> String {

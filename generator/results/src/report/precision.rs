@@ -165,7 +165,7 @@ fn formats(checkpoint_evidence: &[Evidence]) -> Vec<FormatRow> {
 }
 
 /// The formats in the order the tables show them.
-const FORMAT_ORDER: [&str; 9] = [
+pub(super) const FORMAT_ORDER: [&str; 9] = [
     "float32",
     "fp16",
     "int8",
