@@ -274,7 +274,7 @@ PY
 #    The row must hold every check of bert's cpu cells, the int8 formats judged by the
 #    mean-pooled embedding cosine against their bound, and the float16 range evidence.
 row="$work/minilm-row"
-"${gen[@]}" checkpoint "$real" --platform cpu --out "$row"
+HWMATRIX_RUN_ID="row-$run_base" "${gen[@]}" checkpoint "$real" --platform cpu --out "$row"
 "$python" - "$row/report.json" <<'PY'
 import json, sys
 row = json.load(open(sys.argv[1]))
