@@ -444,7 +444,10 @@ fn checkpoint_cells(
         ],
         |c| {
             // The report holds each check's verdict; the tests' own output would bury the progress.
+            // One check at a time: a trained checkpoint's sessions (two browsers at once
+            // held 20 of 24 GB for a 270M model) and time limits are sized for one.
             c.env("HWMATRIX_RUN_ID", &run_id)
+                .env("RUST_TEST_THREADS", "1")
                 .env("RUST_BACKTRACE", "0")
                 .stdout(std::process::Stdio::null());
         },
