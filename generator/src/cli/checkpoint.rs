@@ -361,7 +361,7 @@ pub fn run(
         })
         .filter(|f| f.file_bytes.is_some())
         .collect();
-    let row = CheckpointRow {
+    let mut row = CheckpointRow {
         name: found.name.clone(),
         path: found.path.display().to_string(),
         model_type: found.model_type.clone(),
@@ -388,6 +388,7 @@ pub fn run(
             .collect(),
         range,
     };
+    row.say_where_float16_overflows();
     write(&partial.join("report.md"), row.markdown())?;
     write(&partial.join("report.html"), row.html())?;
     let json = serde_json::to_string_pretty(&row).map_err(|e| e.to_string())? + "\n";

@@ -261,7 +261,44 @@ fn mb(bytes: Option<u64>) -> String {
         .unwrap_or_default()
 }
 
+impl Range {
+    /// Where these weights leave float16's range, if they do: the first module torch's own
+    /// float16 pass makes non-finite, else the largest float32 output beyond 65504.
+    pub fn overflow(&self) -> Option<String> {
+        if let Some(module) = &self.float16_first_non_finite {
+            return Some(format!(
+                "torch's own float16 pass goes non-finite in {module}"
+            ));
+        }
+        self.largest_float32_outputs
+            .first()
+            .filter(|r| r.of_float16_max > 1.0)
+            .map(|r| {
+                format!(
+                    "{} reaches {:.0}, {:.0}% of float16's largest",
+                    r.module,
+                    r.abs_max,
+                    r.of_float16_max * 100.0
+                )
+            })
+    }
+}
+
 impl CheckpointRow {
+    /// Each 16-bit format's verdict with where these weights leave float16's range.
+    pub fn say_where_float16_overflows(&mut self) {
+        let Some(overflow) = self.range.as_ref().ok().and_then(Range::overflow) else {
+            return;
+        };
+        for check in self
+            .checks
+            .iter_mut()
+            .filter(|c| c.precision.contains("16"))
+        {
+            check.verdict = format!("{}; range: {overflow}", check.verdict);
+        }
+    }
+
     fn tables(&self) -> Vec<Table> {
         let checks = Table {
             title: "Checks on the trained weights",
@@ -466,6 +503,39 @@ mod tests {
         assert_eq!(bound("vision", "fp16").unwrap().metric, WORST_ROW_COSINE);
         // float32 is the reference, judged by its own checks.
         assert!(bound("text_decoders", "float32").is_none());
+    }
+
+    #[test]
+    fn a_range_says_where_float16_overflows() {
+        let row = |module: &str, of: f64| RangeRow {
+            module: module.into(),
+            abs_max: of * 65504.0,
+            of_float16_max: of,
+        };
+        let mut range = Range {
+            largest_float32_outputs: vec![row("model.layers.14", 1.5846)],
+            largest_float32_norm_input_squares: vec![],
+            float16_first_non_finite: None,
+            conditions: String::new(),
+        };
+        assert_eq!(
+            range.overflow().as_deref(),
+            Some("model.layers.14 reaches 103798, 158% of float16's largest")
+        );
+        range.float16_first_non_finite = Some("model.layers.7".into());
+        assert!(
+            range
+                .overflow()
+                .unwrap()
+                .contains("non-finite in model.layers.7")
+        );
+        // all-MiniLM-L6-v2's largest output, 0.3% of float16's: nothing to say.
+        let within = Range {
+            largest_float32_outputs: vec![row("encoder.layer.0.output.dense", 0.003)],
+            float16_first_non_finite: None,
+            ..range
+        };
+        assert_eq!(within.overflow(), None);
     }
 
     /// A decoder's q4 record as a run writes it (SmolLM2's on 2026-12-06, trimmed).
