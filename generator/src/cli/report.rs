@@ -104,6 +104,10 @@ pub fn run(
     // The memory section: the figures `gen memory` cached for these specs (no Python runs here).
     let computed = hwmatrix_importer::memory::cached(&plan, &super::memory::cache_dir())?;
     built.memory = report::memory::MemorySection::new(super::memory::rows(&plan, computed));
+    // Trained checkpoints' rows, as `gen checkpoint` left them in results/checkpoints.
+    built.trained = report::checkpoint_row::TrainedSection::read(
+        &hwmatrix_cell::paths::results_dir()?.join("checkpoints"),
+    )?;
     // Beside each real checkpoint's files, the weights computed from its config (`gen memory
     // --checkpoint` cached them; tests/checkpoint.sh runs it), where they are current: read
     // once per checkpoint.

@@ -10,16 +10,16 @@
 use std::fmt::Write as _;
 
 use hwmatrix_record::Record;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::html::esc;
 
 /// A bound on what a format's users measure, fixed before any run, with its source.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Bound {
-    pub metric: &'static str,
+    pub metric: String,
     pub at_least: Option<f64>,
-    pub source: &'static str,
+    pub source: String,
 }
 
 /// What a decoder's users compare: how often a format's next token is float32's
@@ -51,34 +51,34 @@ pub fn bound(category: &str, precision: &str) -> Option<Bound> {
     let bits = bits(precision)?;
     Some(match category {
         "text_decoders" => Bound {
-            metric: SAME_NEXT_TOKEN,
+            metric: SAME_NEXT_TOKEN.into(),
             at_least: Some(match bits {
                 16 => 0.99,
                 8 => 0.90,
                 _ => 0.80,
             }),
-            source: LLAMA_CPP,
+            source: LLAMA_CPP.into(),
         },
         "text_encoders" if bits == 8 => Bound {
-            metric: POOLED_COSINE,
+            metric: POOLED_COSINE.into(),
             at_least: Some(0.99),
-            source: SENTENCE_INT8,
+            source: SENTENCE_INT8.into(),
         },
         "text_encoders" => Bound {
-            metric: POOLED_COSINE,
+            metric: POOLED_COSINE.into(),
             at_least: None,
-            source: NO_SOURCE,
+            source: NO_SOURCE.into(),
         },
         _ => Bound {
-            metric: WORST_ROW_COSINE,
+            metric: WORST_ROW_COSINE.into(),
             at_least: None,
-            source: NO_SOURCE,
+            source: NO_SOURCE.into(),
         },
     })
 }
 
 /// One check of the row, as measured on the checkpoint.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct RowCheck {
     pub platform: String,
     pub engine: String,
@@ -108,7 +108,7 @@ pub fn judge(record: &Record, record_id: &str) -> RowCheck {
             .iter()
             .filter_map(|o| {
                 let a = o.agreement.as_ref()?;
-                match b.metric {
+                match b.metric.as_str() {
                     SAME_NEXT_TOKEN => a.top1,
                     POOLED_COSINE => a.pooled_cosine_min.or(a.cosine_min),
                     _ => a.cosine_min,
@@ -123,9 +123,9 @@ pub fn judge(record: &Record, record_id: &str) -> RowCheck {
     // A decoder whose fixture is its base model (hidden states, no logits) has no next token.
     if value.is_none() && bound.as_ref().is_some_and(|b| b.metric == SAME_NEXT_TOKEN) {
         let cosine = Bound {
-            metric: WORST_ROW_COSINE,
+            metric: WORST_ROW_COSINE.into(),
             at_least: None,
-            source: NO_NEXT_TOKEN,
+            source: NO_NEXT_TOKEN.into(),
         };
         value = measure(&cosine);
         bound = Some(cosine);
@@ -174,7 +174,7 @@ pub fn judge(record: &Record, record_id: &str) -> RowCheck {
 }
 
 /// A format's weights: its file here beside what its config computes to.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct FormatMemory {
     pub format: String,
     pub file_bytes: Option<u64>,
@@ -203,14 +203,14 @@ pub fn computed_key(format: &str) -> &str {
 }
 
 /// A step of the command, timed.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Step {
     pub step: String,
     pub seconds: f64,
 }
 
 /// The row, as `gen checkpoint` writes it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct CheckpointRow {
     pub name: String,
     pub path: String,
@@ -231,7 +231,7 @@ pub struct CheckpointRow {
 /// A text checkpoint's float32 activations against float16's largest finite value
 /// (65504), on the texts its fixture feeds, and where torch's own float16 forward
 /// pass first goes non-finite: what an fp16 verdict of these weights rests on.
-#[derive(Debug, Serialize, serde::Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Range {
     pub largest_float32_outputs: Vec<RangeRow>,
     #[serde(default)]
@@ -240,7 +240,7 @@ pub struct Range {
     pub conditions: String,
 }
 
-#[derive(Debug, Serialize, serde::Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct RangeRow {
     pub module: String,
     pub abs_max: f64,
@@ -320,7 +320,7 @@ impl CheckpointRow {
                         c.check.clone(),
                         c.precision.clone(),
                         c.status.clone(),
-                        c.bound.as_ref().map(|b| b.metric.to_string()).unwrap_or_default(),
+                        c.bound.as_ref().map(|b| b.metric.clone()).unwrap_or_default(),
                         c.value.map(|v| format!("{v:.4}")).unwrap_or_default(),
                         c.bound
                             .as_ref()
@@ -330,7 +330,7 @@ impl CheckpointRow {
                         c.verdict.clone(),
                         c.median_ms.map(|v| format!("{v:.1}")).unwrap_or_default(),
                         c.record.clone(),
-                        c.bound.as_ref().map(|b| b.source.to_string()).unwrap_or_default(),
+                        c.bound.as_ref().map(|b| b.source.clone()).unwrap_or_default(),
                     ]
                 })
                 .collect(),
@@ -490,13 +490,13 @@ mod tests {
         let decoder = bound("text_decoders", "q4f16").unwrap();
         assert_eq!(
             (decoder.metric, decoder.at_least),
-            (SAME_NEXT_TOKEN, Some(0.80))
+            (SAME_NEXT_TOKEN.to_string(), Some(0.80))
         );
         assert_eq!(bound("text_decoders", "fp16").unwrap().at_least, Some(0.99));
         let encoder = bound("text_encoders", "int8").unwrap();
         assert_eq!(
             (encoder.metric, encoder.at_least),
-            (POOLED_COSINE, Some(0.99))
+            (POOLED_COSINE.to_string(), Some(0.99))
         );
         // No source, no bound: shown, not judged.
         assert_eq!(bound("text_encoders", "q4").unwrap().at_least, None);
@@ -573,5 +573,81 @@ mod tests {
         let shown = judge(&hidden, "id");
         assert_eq!(shown.bound.unwrap().metric, WORST_ROW_COSINE);
         assert_eq!(shown.verdict, "0.9596, not judged");
+    }
+}
+
+/// The report's section of trained checkpoints' rows (`gen checkpoint` wrote each
+/// into results/checkpoints/<name>/report.json): every format judged by its users'
+/// metric, with its bound and source, and where each checkpoint leaves float16's range.
+#[derive(Debug, Default, Serialize)]
+pub struct TrainedSection {
+    pub rows: Vec<CheckpointRow>,
+}
+
+/// What the section says before its table.
+pub const TRAINED_WHAT: &str = "Each trained checkpoint `gen checkpoint` ran (its row in results/checkpoints/<name>/): a format's check on trained weights is an accuracy verdict, its users' metric against a bound fixed before the run, with where the bound comes from; the tiny random models above only show that a graph runs at a precision";
+
+impl TrainedSection {
+    /// Every row under `dir` (results/checkpoints), by name; a folder without a
+    /// readable report.json is an error naming it.
+    pub fn read(dir: &std::path::Path) -> Result<TrainedSection, String> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Ok(TrainedSection::default());
+        };
+        let mut files: Vec<std::path::PathBuf> = entries
+            .flatten()
+            .map(|e| e.path().join("report.json"))
+            .filter(|f| f.is_file())
+            .collect();
+        files.sort();
+        let rows = files
+            .iter()
+            .map(|f| {
+                let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+                serde_json::from_str(&text).map_err(|e| {
+                    format!(
+                        "error: {}: not a row gen checkpoint wrote: {e}\n  help: run `gen checkpoint` on that checkpoint again",
+                        f.display()
+                    )
+                })
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(TrainedSection { rows })
+    }
+
+    /// The table both renderings show: one line per format check (float32's own checks
+    /// are the matrix's), and each checkpoint's float16 range.
+    pub fn table(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let head = [
+            "checkpoint",
+            "architecture",
+            "platform",
+            "engine",
+            "format",
+            "users' metric",
+            "value",
+            "bound",
+            "the row says",
+            "bound's source",
+        ];
+        let mut rows = Vec::new();
+        for row in &self.rows {
+            for c in row.checks.iter().filter(|c| c.bound.is_some()) {
+                let bound = c.bound.as_ref().expect("filtered");
+                rows.push(vec![
+                    row.name.clone(),
+                    row.model_type.clone(),
+                    c.platform.clone(),
+                    c.engine.clone(),
+                    c.precision.clone(),
+                    bound.metric.clone(),
+                    c.value.map(|v| format!("{v:.4}")).unwrap_or_default(),
+                    bound.at_least.map(|v| format!("≥ {v}")).unwrap_or_default(),
+                    c.verdict.clone(),
+                    bound.source.clone(),
+                ]);
+            }
+        }
+        (head.iter().map(|h| h.to_string()).collect(), rows)
     }
 }

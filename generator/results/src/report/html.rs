@@ -305,6 +305,12 @@ fn cpu_classes(c: &super::cpu_classes::CpuClassesSection) -> Value {
     })
 }
 
+/// Trained checkpoints' rows: one line per format judged on trained weights.
+fn trained(t: &super::checkpoint_row::TrainedSection) -> Value {
+    let (head, rows) = t.table();
+    json!({ "what": super::checkpoint_row::TRAINED_WHAT, "head": head, "rows": rows })
+}
+
 fn generation(g: &super::generation::GenerationEvidence) -> Value {
     let engines: Vec<Vec<String>> = g
         .engines
@@ -408,6 +414,7 @@ pub fn render(report: &Report) -> Result<String, String> {
         "platforms": platform_rows(report),
         "precision": precision(&report.precision),
         "generation": generation(&report.generation),
+        "trained": trained(&report.trained),
         "cpu_classes": cpu_classes(&report.cpu_classes),
         "export_failures": export_failures(&report.export_failures),
         "memory": memory(&report.memory),

@@ -369,6 +369,16 @@ fn cpu_classes_view(c: &super::cpu_classes::CpuClassesSection) -> serde_json::Va
     })
 }
 
+/// Trained checkpoints' rows: one line per format judged on trained weights.
+fn trained_view(t: &super::checkpoint_row::TrainedSection) -> serde_json::Value {
+    let (head, rows) = t.table();
+    let rows = rows
+        .iter()
+        .map(|r| r.iter().map(|c| escape(c)).collect())
+        .collect();
+    json!({ "what": super::checkpoint_row::TRAINED_WHAT, "table": Table { head, rows } })
+}
+
 fn generation_view(g: &super::generation::GenerationEvidence) -> serde_json::Value {
     let mut table = Table::new(&[
         "platform",
@@ -545,6 +555,7 @@ pub fn render(report: &Report) -> Result<String, String> {
         },
         "precision": precision_view(&report.precision),
         "generation": generation_view(&report.generation),
+        "trained": trained_view(&report.trained),
         "cpu_classes": cpu_classes_view(&report.cpu_classes),
         "export_failures": export_failures_view(&report.export_failures),
         "memory": memory_view(&report.memory),

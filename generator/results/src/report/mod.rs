@@ -387,6 +387,8 @@ pub struct Report {
     /// What each architecture weighs at its default size (computed by `gen memory`, set by
     /// the caller: empty when it was not computed).
     pub memory: memory::MemorySection,
+    /// Trained checkpoints' rows (`gen checkpoint`; set by the caller from results/checkpoints).
+    pub trained: checkpoint_row::TrainedSection,
     /// Models whose engines that run the same kernels (webgpu's browser, native and Firefox) disagree.
     pub engine_disagreements: Vec<EngineDisagreement>,
     pub performance: Vec<Performance>,
@@ -561,6 +563,7 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
         cpu_classes: cpu_classes::cpu_classes(plan)?,
         export_failures: export::export_failures(plan),
         memory: memory::MemorySection::default(),
+        trained: checkpoint_row::TrainedSection::default(),
         engine_disagreements,
         performance,
         engine_ratios,

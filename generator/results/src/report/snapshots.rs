@@ -99,6 +99,7 @@ fn small_report() -> Report {
         cpu_classes: cpu_classes(),
         export_failures: export_failures(),
         memory: memory(),
+        trained: trained(),
         engine_disagreements: engine_disagreements(),
         performance: performance(),
         engine_ratios: vec![EngineRatio {
@@ -114,6 +115,43 @@ fn small_report() -> Report {
         }],
         recommendations: recommendations(),
         cells: cells(),
+    }
+}
+
+/// One trained decoder's row: its int8 judged by the next token it keeps (the bound's
+/// source has a `|` and a `<`, which both renderings escape).
+fn trained() -> super::checkpoint_row::TrainedSection {
+    use super::checkpoint_row::{Bound, CheckpointRow, RowCheck};
+    let check = |precision: &str, value: f64, verdict: &str| RowCheck {
+        platform: "cpu".into(),
+        engine: "onnx".into(),
+        check: format!("{precision}_matches_reference"),
+        precision: precision.into(),
+        status: "failed".into(),
+        bound: Some(Bound {
+            metric: "same next token as float32".into(),
+            at_least: Some(0.9),
+            source: "llama.cpp's statistics | 8 bits < 100%".into(),
+        }),
+        value: Some(value),
+        verdict: verdict.into(),
+        median_ms: Some(49.3),
+        record: "r-int8".into(),
+    };
+    super::checkpoint_row::TrainedSection {
+        rows: vec![CheckpointRow {
+            name: "SmolLM2-135M-Instruct".into(),
+            path: "<cache>/SmolLM2-135M-Instruct.gguf".into(),
+            model_type: "llama".into(),
+            parameters: Some(134_515_008),
+            float32_bytes: 538_060_032,
+            run_id: "checkpoint-r1".into(),
+            checks: vec![check("int8", 0.5833, "loses accuracy (0.5833 < 0.9)")],
+            formats: vec![],
+            steps: vec![],
+            not_run: vec![],
+            range: Err("not measured here".into()),
+        }],
     }
 }
 
