@@ -6,11 +6,12 @@ use std::process::Command;
 use std::time::Instant;
 
 use hwmatrix_cell::Platform;
-use hwmatrix_importer::checkpoint::{self, Weights};
+use hwmatrix_importer::checkpoint::{self, Checkpoint, Weights};
 use hwmatrix_importer::fixtures::{self, Source};
 use hwmatrix_record::Record;
 use hwmatrix_results::report::checkpoint_row::{self, CheckpointRow, FormatMemory, Step};
 use hwmatrix_specs::plan::{self, Selection};
+use hwmatrix_specs::spec::{LoadedModel, Specs};
 use sha2::Digest;
 
 use super::{Context, doctor, workers};
@@ -76,34 +77,7 @@ pub fn run(
     let started = Instant::now();
     let specs = cx.specs()?;
     // Every refusal comes before anything is written.
-    let found = checkpoint::inspect(&args.path)?;
-    let Some(model) = specs.model(&found.model_type) else {
-        return Err(format!(
-            "error: {}: architecture `{}`, which model-specs/ has no spec of\n  help: `gen list` names the {} architectures it has; `gen import --model {}` derives a spec from transformers' registries",
-            args.path.display(),
-            found.model_type,
-            specs.models.len(),
-            found.model_type
-        ));
-    };
-    if let [wanted] = &cx.select.model[..]
-        && *wanted != found.model_type
-    {
-        return Err(format!(
-            "error: {} is a `{}` checkpoint, not `{wanted}`\n  help: drop --model: the checkpoint's config names its architecture",
-            args.path.display(),
-            found.model_type
-        ));
-    }
-    checkpoint::fits(&found, checkpoint::available_memory())?;
-    let tools = hwmatrix_cell::paths::cache_dir().join("checkpoints/.tools");
-    if matches!(found.weights, Weights::Gguf(_)) && !tools.join("gguf").is_dir() {
-        return Err(format!(
-            "error: {} is a GGUF: transformers reads it with the gguf package, not installed at {}\n  help: `bash tests/setup.sh checkpoints` installs it",
-            args.path.display(),
-            tools.display()
-        ));
-    }
+    let (found, model, tools) = accepted(cx, &specs, &args.path)?;
     let platforms = if cx.select.platform.is_empty() {
         Platform::ALL.to_vec()
     } else {
@@ -171,30 +145,9 @@ pub fn run(
                 out,
                 "[1/4] the GGUF dequantized to a float32 checkpoint folder"
             );
-            let target = cache.join("checkpoint");
-            if !target.join("config.json").is_file() {
-                let converting = cache.join("checkpoint.partial");
-                let _ = std::fs::remove_dir_all(&converting);
-                let status = Command::new(&python)
-                    .arg(hwmatrix_importer::workers::exporter_dir().join("checkpoints.py"))
-                    .arg("from-gguf")
-                    .arg(file)
-                    .arg(&converting)
-                    .env("PYTHONPATH", &tools)
-                    .status()
-                    .map_err(|e| format!("error: cannot run {}: {e}", python.display()))?;
-                if !status.success() {
-                    let _ = std::fs::remove_dir_all(&converting);
-                    return Err(format!(
-                        "error: transformers could not load {} as a checkpoint ({status}; its error is above)",
-                        file.display()
-                    ));
-                }
-                std::fs::rename(&converting, &target)
-                    .map_err(|e| format!("error: {}: {e}", target.display()))?;
-            }
+            let folder = gguf_folder(file, &cache, &python, &tools)?;
             step("GGUF to a float32 folder".into(), since, out);
-            target
+            folder
         }
         _ => std::fs::canonicalize(&found.path)
             .map_err(|e| format!("error: {}: {e}", found.path.display()))?,
@@ -256,27 +209,13 @@ pub fn run(
         "text_encoders" | "text_decoders"
     ) {
         let since = Instant::now();
-        let file = partial.join("ranges.json");
-        let status = Command::new(&python)
-            .arg(hwmatrix_importer::workers::exporter_dir().join("checkpoints.py"))
-            .args(["ranges".as_ref(), folder.as_os_str(), file.as_os_str()])
-            .stdout(std::process::Stdio::null())
-            .status()
-            .map_err(|e| format!("error: cannot run {}: {e}", python.display()))?;
+        let range = range_evidence(&python, &folder, &partial.join("ranges.json"))?;
         step(
             "float32 activations against float16's range".into(),
             since,
             out,
         );
-        match status.success() {
-            true => std::fs::read_to_string(&file)
-                .map_err(|e| e.to_string())
-                .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
-                .map_err(|e| format!("{}: {e}", file.display())),
-            false => Err(format!(
-                "checkpoints.py ranges failed ({status}; its error is above)"
-            )),
-        }
+        range
     } else {
         Err(format!(
             "measured for text checkpoints only (the fixture's texts); {} is {}",
@@ -340,27 +279,7 @@ pub fn run(
             records_dir.display()
         ));
     }
-    let weights = computed
-        .into_iter()
-        .next()
-        .and_then(|(_, c)| c.ok())
-        .and_then(|c| c.get("weights").cloned());
-    let formats = checkpoint_row::FORMATS
-        .iter()
-        .map(|format| {
-            let file = fixtures_dir
-                .join(&found.model_type)
-                .join(checkpoint_row::format_file(format));
-            FormatMemory {
-                format: format.to_string(),
-                file_bytes: std::fs::metadata(&file).ok().map(|m| m.len()),
-                computed_bytes: weights
-                    .as_ref()
-                    .and_then(|w| w.get(checkpoint_row::computed_key(format))?.as_u64()),
-            }
-        })
-        .filter(|f| f.file_bytes.is_some())
-        .collect();
+    let formats = format_memory(&fixtures_dir.join(&found.model_type), computed);
     let mut row = CheckpointRow {
         name: found.name.clone(),
         path: found.path.display().to_string(),
@@ -423,6 +342,123 @@ pub fn run(
         started.elapsed().as_secs_f64()
     );
     Ok(0)
+}
+
+/// The checkpoint at `path` with its spec and the GGUF loader's folder, or why it
+/// cannot run here: every refusal, before anything is written.
+fn accepted<'s>(
+    cx: &Context,
+    specs: &'s Specs,
+    path: &Path,
+) -> Result<(Checkpoint, &'s LoadedModel, PathBuf), String> {
+    let found = checkpoint::inspect(path)?;
+    let Some(model) = specs.model(&found.model_type) else {
+        return Err(format!(
+            "error: {}: architecture `{}`, which model-specs/ has no spec of\n  help: `gen list` names the {} architectures it has; `gen import --model {}` derives a spec from transformers' registries",
+            path.display(),
+            found.model_type,
+            specs.models.len(),
+            found.model_type
+        ));
+    };
+    if let [wanted] = &cx.select.model[..]
+        && *wanted != found.model_type
+    {
+        return Err(format!(
+            "error: {} is a `{}` checkpoint, not `{wanted}`\n  help: drop --model: the checkpoint's config names its architecture",
+            path.display(),
+            found.model_type
+        ));
+    }
+    checkpoint::fits(&found, checkpoint::available_memory())?;
+    let tools = hwmatrix_cell::paths::cache_dir().join("checkpoints/.tools");
+    if matches!(found.weights, Weights::Gguf(_)) && !tools.join("gguf").is_dir() {
+        return Err(format!(
+            "error: {} is a GGUF: transformers reads it with the gguf package, not installed at {}\n  help: `bash tests/setup.sh checkpoints` installs it",
+            path.display(),
+            tools.display()
+        ));
+    }
+    Ok((found, model, tools))
+}
+
+/// A GGUF as a float32 checkpoint folder (transformers' own loader, checkpoints.py
+/// from-gguf), kept in `cache`: a second run converts nothing, and a conversion
+/// that fails leaves nothing.
+fn gguf_folder(file: &Path, cache: &Path, python: &Path, tools: &Path) -> Result<PathBuf, String> {
+    let target = cache.join("checkpoint");
+    if target.join("config.json").is_file() {
+        return Ok(target);
+    }
+    let converting = cache.join("checkpoint.partial");
+    let _ = std::fs::remove_dir_all(&converting);
+    let status = Command::new(python)
+        .arg(hwmatrix_importer::workers::exporter_dir().join("checkpoints.py"))
+        .arg("from-gguf")
+        .arg(file)
+        .arg(&converting)
+        .env("PYTHONPATH", tools)
+        .status()
+        .map_err(|e| format!("error: cannot run {}: {e}", python.display()))?;
+    if !status.success() {
+        let _ = std::fs::remove_dir_all(&converting);
+        return Err(format!(
+            "error: transformers could not load {} as a checkpoint ({status}; its error is above)",
+            file.display()
+        ));
+    }
+    std::fs::rename(&converting, &target)
+        .map_err(|e| format!("error: {}: {e}", target.display()))?;
+    Ok(target)
+}
+
+/// Where a text checkpoint's float32 activations stand against float16's range
+/// (checkpoints.py ranges, into `file`); Err(why) where it could not be measured.
+fn range_evidence(
+    python: &Path,
+    folder: &Path,
+    file: &Path,
+) -> Result<Result<checkpoint_row::Range, String>, String> {
+    let status = Command::new(python)
+        .arg(hwmatrix_importer::workers::exporter_dir().join("checkpoints.py"))
+        .args(["ranges".as_ref(), folder.as_os_str(), file.as_os_str()])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("error: cannot run {}: {e}", python.display()))?;
+    if !status.success() {
+        return Ok(Err(format!(
+            "checkpoints.py ranges failed ({status}; its error is above)"
+        )));
+    }
+    Ok(std::fs::read_to_string(file)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+        .map_err(|e| format!("{}: {e}", file.display())))
+}
+
+/// Each format's file in the fixture beside the bytes `gen memory` computed for it.
+fn format_memory(
+    fixture: &Path,
+    computed: Vec<(String, hwmatrix_importer::memory::Computed)>,
+) -> Vec<FormatMemory> {
+    let weights = computed
+        .into_iter()
+        .next()
+        .and_then(|(_, c)| c.ok())
+        .and_then(|c| c.get("weights").cloned());
+    checkpoint_row::FORMATS
+        .iter()
+        .map(|format| FormatMemory {
+            format: format.to_string(),
+            file_bytes: std::fs::metadata(fixture.join(checkpoint_row::format_file(format)))
+                .ok()
+                .map(|m| m.len()),
+            computed_bytes: weights
+                .as_ref()
+                .and_then(|w| w.get(checkpoint_row::computed_key(format))?.as_u64()),
+        })
+        .filter(|f| f.file_bytes.is_some())
+        .collect()
 }
 
 /// Runs one filter's cells on the checkpoint's fixtures, into the row's records.
