@@ -139,7 +139,7 @@ pub fn render(plan: &Plan, db: &Database) -> Result<(String, usize), String> {
     );
     let _ = writeln!(
         out,
-        "A cell is measured (its newest records ran: passed or failed), recorded not run (ignored, unsupported, known issue), not tested (our harness could not build or run its tiny PyTorch model: our gap), stale, or without evidence.\n"
+        "A cell is measured (its newest records ran: passed or failed), recorded not run (ignored, unsupported, known issue), not tested (our harness could not build or run its tiny PyTorch model: our gap), stale, or without evidence. Every cell here is measured on a tiny random model: a precision check that passed says the format runs there (its kernels and operators), not that it keeps a trained model's accuracy; `gen checkpoint PATH` measures that on a checkpoint, and the report shows its row.\n"
     );
     let _ = writeln!(out, "{}", hwmatrix_specs::plan::stages_by_category(plan));
     let total = write_tallies(&mut out, &tallies);
