@@ -1419,6 +1419,36 @@ fn keep_records(scratch: &Path, platform: Platform, run: &str, err: &mut dyn Wri
     };
 }
 
+/// Every record in the folder's `*.jsonl` files, in file and line order, each with
+/// its name (the first 16 hex digits of its line's SHA-256, as the store and the
+/// reports cite it); a line that is not a record is an error naming its file and line.
+pub fn records_in(dir: &Path) -> Result<Vec<(Record, String)>, String> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("error: {}: {e}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|f| f.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    let mut records = Vec::new();
+    for file in &files {
+        let text =
+            std::fs::read_to_string(file).map_err(|e| format!("error: {}: {e}", file.display()))?;
+        for (n, line) in text.lines().enumerate() {
+            let record: Record = serde_json::from_str(line).map_err(|e| {
+                format!(
+                    "error: {}:{}: not a record this gen reads: {e}",
+                    file.display(),
+                    n + 1
+                )
+            })?;
+            let id = hwmatrix_cell::content::hex(&sha2::Sha256::digest(line.as_bytes()));
+            records.push((record, id[..16].to_string()));
+        }
+    }
+    Ok(records)
+}
+
 type Records = BTreeMap<(String, EngineKind), Measured>;
 
 /// The records of the platform's checks, by model and engine: one run's (the
@@ -1432,32 +1462,11 @@ fn read_records(
     let mut all: Vec<(Record, String)> = Vec::new();
     // The ledger's records of checks the run's plan did not run (a known issue, a feature off).
     let mut planned_not_run: Vec<Record> = Vec::new();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("error: {}: {e}", dir.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    files.sort();
-    for file in files
-        .iter()
-        .filter(|f| f.extension().is_some_and(|e| e == "jsonl"))
-    {
-        let text =
-            std::fs::read_to_string(file).map_err(|e| format!("error: {}: {e}", file.display()))?;
-        for (n, line) in text.lines().enumerate() {
-            let record: Record = serde_json::from_str(line).map_err(|e| {
-                format!(
-                    "error: {}:{}: not a record this gen reads: {e}",
-                    file.display(),
-                    n + 1
-                )
-            })?;
-            if record.platform == platform && record.measured() {
-                let id = hwmatrix_cell::content::hex(&sha2::Sha256::digest(line.as_bytes()));
-                all.push((record, id[..16].to_string()));
-            } else if record.platform == platform && record.basis != Basis::Measured {
-                planned_not_run.push(record);
-            }
+    for (record, id) in records_in(dir)? {
+        if record.platform == platform && record.measured() {
+            all.push((record, id));
+        } else if record.platform == platform && record.basis != Basis::Measured {
+            planned_not_run.push(record);
         }
     }
     // One run: the one whose newest record is newest.

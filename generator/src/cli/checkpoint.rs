@@ -12,7 +12,6 @@ use hwmatrix_record::Record;
 use hwmatrix_results::report::checkpoint_row::{self, CheckpointRow, FormatMemory, Step};
 use hwmatrix_specs::plan::{self, Selection};
 use hwmatrix_specs::spec::{LoadedModel, Specs};
-use sha2::Digest;
 
 use super::{Context, doctor, workers};
 
@@ -492,32 +491,18 @@ fn checkpoint_cells(
     .map(drop)
 }
 
-/// The run's records, each with its name (the first 16 hex digits of its line's SHA-256).
+/// The run's measured records (passed or failed), each with its name, by platform, engine and check.
 fn read_records(dir: &Path, run_id: &str) -> Result<Vec<(Record, String)>, String> {
-    let mut records = Vec::new();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("error: {}: {e}", dir.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+    let mut records: Vec<(Record, String)> = hwmatrix_importer::measure::records_in(dir)?
+        .into_iter()
+        .filter(|(record, _)| {
+            record.run_id == run_id
+                && matches!(
+                    record.status,
+                    hwmatrix_cell::Outcome::Passed | hwmatrix_cell::Outcome::Failed
+                )
+        })
         .collect();
-    files.sort();
-    for file in files {
-        let text = std::fs::read_to_string(&file)
-            .map_err(|e| format!("error: {}: {e}", file.display()))?;
-        for (n, line) in text.lines().enumerate() {
-            let record: Record = serde_json::from_str(line)
-                .map_err(|e| format!("error: {}:{}: not a record: {e}", file.display(), n + 1))?;
-            let measured = matches!(
-                record.status,
-                hwmatrix_cell::Outcome::Passed | hwmatrix_cell::Outcome::Failed
-            );
-            if measured && record.run_id == run_id {
-                let id = hwmatrix_cell::content::hex(&sha2::Sha256::digest(line.as_bytes()));
-                records.push((record, id[..16].to_string()));
-            }
-        }
-    }
     records.sort_by(|(a, _), (b, _)| {
         (a.platform.name(), &a.engine, &a.check).cmp(&(b.platform.name(), &b.engine, &b.check))
     });
