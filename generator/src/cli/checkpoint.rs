@@ -228,6 +228,8 @@ pub fn run(
         .map_err(|e| format!("error: {}: {e}", records_dir.display()))?;
     let module = format!("{}::{}::", model.spec.category, model.module);
     let usable: Vec<&doctor::Diagnosis> = diagnoses.iter().filter(|d| d.usable()).collect();
+    // The run's records so far, read again after each platform (its counts are the progress).
+    let mut records = Vec::new();
     for (n, d) in usable.iter().enumerate() {
         let since = Instant::now();
         let _ = writeln!(
@@ -251,9 +253,9 @@ pub fn run(
                 &run_id,
             )?;
         }
-        let measured = read_records(&records_dir, &run_id)?;
+        records = read_records(&records_dir, &run_id)?;
         let on = |status| {
-            measured
+            records
                 .iter()
                 .filter(|(r, _)| r.platform == d.platform && r.status == status)
                 .count()
@@ -270,7 +272,6 @@ pub fn run(
 
     // 4. The row: each record judged, each format's memory, each step's time.
     let _ = writeln!(out, "[4/4] the row's report");
-    let records = read_records(&records_dir, &run_id)?;
     if records.is_empty() {
         return Err(format!(
             "error: no cell of {} left a record in {}\n  help: the test output above says why",

@@ -13,6 +13,7 @@ use hwmatrix_record::Record;
 use serde::{Deserialize, Serialize};
 
 use super::html::esc;
+use super::markdown::escape;
 
 /// A bound on what a format's users measure, fixed before any run, with its source.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -251,6 +252,8 @@ pub struct RangeRow {
 struct Table {
     title: &'static str,
     about: String,
+    /// Shown without rows (its sentence says why there are none), else left out.
+    shown_empty: bool,
     header: Vec<&'static str>,
     rows: Vec<Vec<String>>,
 }
@@ -302,6 +305,7 @@ impl CheckpointRow {
     fn tables(&self) -> Vec<Table> {
         let checks = Table {
             title: "Checks on the trained weights",
+            shown_empty: false,
             about: "Float32 checks say the architecture runs and agrees with PyTorch on these weights. \
                     A format's check here is an accuracy verdict: its users' metric against a bound fixed \
                     before the run (the source column says where it comes from)."
@@ -337,6 +341,7 @@ impl CheckpointRow {
         };
         let formats = Table {
             title: "Memory per format",
+            shown_empty: false,
             about: "Each format's file, exported from these weights, beside what `gen memory` computes from the checkpoint's config.json (MB)."
                 .into(),
             header: vec!["format", "file MB", "computed MB"],
@@ -348,6 +353,7 @@ impl CheckpointRow {
         };
         let steps = Table {
             title: "Time per step",
+            shown_empty: false,
             about: "Wall-clock time of each step of `gen checkpoint` on this machine.".into(),
             header: vec!["step", "seconds"],
             rows: self
@@ -358,6 +364,7 @@ impl CheckpointRow {
         };
         let not_run = Table {
             title: "Platforms not run here",
+            shown_empty: false,
             about: "What each lacks on this machine (`gen doctor`): no verdict on them.".into(),
             header: vec!["platform", "missing"],
             rows: self
@@ -368,6 +375,7 @@ impl CheckpointRow {
         };
         let range = Table {
             title: "Float16 range",
+            shown_empty: true,
             about: match &self.range {
                 Ok(r) => format!(
                     "The largest float32 activations of these weights on the fixture's texts, against float16's largest finite value (65504); a norm's input square is what a norm computed in float16 sums. torch's own float16 forward pass: {} ({}).",
@@ -423,12 +431,11 @@ impl CheckpointRow {
         let mut s = format!("# {title}\n\n{about}\n");
         for t in self.tables() {
             if t.rows.is_empty() {
-                if t.title == "Float16 range" {
+                if t.shown_empty {
                     let _ = write!(s, "\n## {}\n\n{}\n", t.title, t.about);
                 }
                 continue;
             }
-            let cell = |c: &str| c.replace('|', "\\|").replace('\n', " ");
             let _ = write!(
                 s,
                 "\n## {}\n\n{}\n\n| {} |\n|{}\n",
@@ -438,7 +445,7 @@ impl CheckpointRow {
                 "---|".repeat(t.header.len())
             );
             for row in &t.rows {
-                let row: Vec<String> = row.iter().map(|c| cell(c)).collect();
+                let row: Vec<String> = row.iter().map(|c| escape(c)).collect();
                 let _ = writeln!(s, "| {} |", row.join(" | "));
             }
         }
@@ -455,6 +462,9 @@ impl CheckpointRow {
         );
         for t in self.tables() {
             if t.rows.is_empty() {
+                if t.shown_empty {
+                    let _ = write!(s, "<h2>{}</h2>\n<p>{}</p>\n", esc(t.title), esc(&t.about));
+                }
                 continue;
             }
             let _ = write!(
@@ -536,6 +546,32 @@ mod tests {
             ..range
         };
         assert_eq!(within.overflow(), None);
+    }
+
+    #[test]
+    fn a_range_not_measured_says_why_in_both_renderings() {
+        let row = CheckpointRow {
+            name: "vit".into(),
+            path: "<dir>".into(),
+            model_type: "vit".into(),
+            parameters: None,
+            float32_bytes: 0,
+            run_id: "r".into(),
+            checks: vec![],
+            formats: vec![],
+            steps: vec![],
+            not_run: vec![],
+            range: Err("measured for text checkpoints only".into()),
+        };
+        for text in [row.markdown(), row.html()] {
+            assert!(text.contains("Float16 range"), "{text}");
+            assert!(
+                text.contains("Not measured: measured for text checkpoints only."),
+                "{text}"
+            );
+            // A table without rows that need not say why is left out.
+            assert!(!text.contains("Memory per format"), "{text}");
+        }
     }
 
     /// A decoder's q4 record as a run writes it (SmolLM2's on 2026-12-06, trimmed).

@@ -66,7 +66,7 @@ pub fn engines_text(cells: &[&Cell]) -> String {
         .join("<br>")
 }
 
-fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
 
