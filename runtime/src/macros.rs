@@ -89,6 +89,8 @@ macro_rules! precision_test {
     ($name:ident, $cell:path, $precision:ident, gate = $gate:ident) => {
         $gate! {
             /// The precision variant's outputs within its own tolerance of the float32 reference; the error is recorded.
+            /// On the tiny random fixture this says the graph runs at that precision (its kernels
+            /// and operators), not that a trained model keeps its accuracy: `gen checkpoint` says that.
             #[test]
             fn $name() {
                 $crate::checks::precision(&$cell, $crate::Precision::$precision);
@@ -97,6 +99,8 @@ macro_rules! precision_test {
     };
     ($name:ident, $cell:path, $precision:ident, ignore = $why:literal) => {
         /// The precision variant's outputs within its own tolerance of the float32 reference; the error is recorded.
+        /// On the tiny random fixture this says the graph runs at that precision (its kernels
+        /// and operators), not that a trained model keeps its accuracy: `gen checkpoint` says that.
         #[test]
         #[ignore = $why]
         fn $name() {

@@ -14,6 +14,11 @@ reads, and what their float32 activations say about float16.
       checkpoint's fixture feeds (export.py's CHECKPOINT_TEXTS)
       against float16's largest finite value, and where the
       model's own float16 forward pass (torch, on this CPU) first gives a non-finite value.
+  python checkpoints.py decoding CHECKPOINT_DIR FIXTURE_DIR OUT.json [OPENVINO_PYTHON]
+      A decoder's formats as their users judge them (issue 64): greedy generation of NEW_TOKENS
+      tokens from PROMPT and the perplexity of PERPLEXITY_TEXT, by PyTorch in float32 (the
+      reference) and by each format's graph in FIXTURE_DIR (decoding.py: the .onnx ones on ONNX
+      Runtime here, NNCF's .xml ones on OpenVINO's runtime with OPENVINO_PYTHON, else left out).
 
 Not part of the fixture exporter's key (generator/specs/src/fixture_key.rs): it makes inputs to
 `gen fixtures --checkpoint`, whose fixtures are keyed by the checkpoint's files.
@@ -22,7 +27,9 @@ Not part of the fixture exporter's key (generator/specs/src/fixture_key.rs): it 
 import json
 import math
 import os
+import subprocess
 import sys
+import tempfile
 
 import torch
 import transformers
@@ -32,6 +39,16 @@ from export import CHECKPOINT_TEXTS
 # The prompt from-gguf completes: one a trained decoder completes with a fact.
 PROMPT = "The capital of France is"
 FLOAT16_MAX = float(torch.finfo(torch.float16).max)  # 65504
+# decoding's greedy generation: how many tokens each format generates from PROMPT.
+NEW_TOKENS = 16
+# decoding's perplexity text: plain prose of about a hundred tokens, written for this lane (no
+# dataset to download), so every format is scored on the same tokens.
+PERPLEXITY_TEXT = (
+    "The river rises in the hills to the north and runs south through farmland for most of its "
+    "length. In spring the snow melts and the water climbs over its banks, so the towns along it "
+    "were built on higher ground. A stone bridge was finished in the last century, and a railway "
+    "now follows the valley to the sea, where the river ends in a wide and shallow bay."
+)
 
 
 def from_gguf(gguf: str, out: str, expected: str | None = None) -> None:
@@ -151,9 +168,57 @@ def ranges(checkpoint: str, out: str) -> None:
     print(f"torch's own float16 forward pass: {'first non-finite in ' + first_non_finite if first_non_finite else 'finite throughout'}")
 
 
+def decoding(checkpoint: str, fixture: str, out: str, openvino_python: str | None = None) -> None:
+    import decoding as runner
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint, local_files_only=True)
+    model = transformers.AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32, local_files_only=True).eval()
+    prompt = tokenizer(PROMPT).input_ids
+    text = tokenizer(PERPLEXITY_TEXT).input_ids
+    with torch.no_grad():
+        generated = model.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+                                   max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False)
+        loss = model(torch.tensor([text]), labels=torch.tensor([text])).loss.item()
+    reference = {"format": "float32", "engine": f"PyTorch {torch.__version__} CPU (generate)",
+                 "tokens": generated[0, len(prompt):].tolist(), "perplexity": math.exp(loss), "non_finite": None}
+    order = ["float32", "fp16", "int8", "int8_avx2", "q4", "q4f16", "qdq8", "nncf_int8", "nncf_int4"]
+    graphs = []
+    for f in order:
+        # ONNX Runtime runs the ONNX formats; OpenVINO's runtime its own (NNCF's IR) and, as their
+        # reference, the float32 ONNX graph, which it reads as is.
+        engines = (["openvino"] if f.startswith("nncf") else ["onnxruntime"]) + (["openvino"] if f == "float32" else [])
+        path = os.path.join(fixture, "model.onnx" if f == "float32" else f"model.{f}.{'xml' if f.startswith('nncf') else 'onnx'}")
+        graphs += [{"format": f, "path": path, "engine": e} for e in engines if os.path.isfile(path)]
+    job = {"prompt": prompt, "new_tokens": NEW_TOKENS, "text": text}
+    results = [reference]
+    for graph in (g for g in graphs if g["engine"] == "onnxruntime"):
+        results.append(runner.judge(job, graph))
+        print(f"  {graph['format']} on {results[-1]['engine']}", file=sys.stderr, flush=True)
+    openvino = [g for g in graphs if g["engine"] == "openvino"]
+    if openvino and openvino_python:
+        # OpenVINO's runtime lives in a venv of its own (as the cells load it): decoding.py there.
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as file:
+            json.dump({**job, "graphs": openvino}, file)
+            file.flush()
+            printed = subprocess.run([openvino_python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "decoding.py"), file.name],
+                                     check=True, stdout=subprocess.PIPE, text=True).stdout
+        results.extend(json.loads(line) for line in printed.splitlines())
+    for result in results:
+        result["continuation"] = tokenizer.decode(result["tokens"])
+    evidence = {"prompt": PROMPT, "new_tokens": NEW_TOKENS, "text": PERPLEXITY_TEXT, "text_tokens": len(text),
+                "results": results}
+    with open(out, "w") as file:
+        json.dump(evidence, file, indent=1)
+        file.write("\n")
+    for r in results:
+        print(f"{r['format']:>10} on {r['engine']}: perplexity {r['perplexity'] or float('nan'):.3f}, {r['continuation']!r}")
+
+
 if __name__ == "__main__":
-    commands = {"from-gguf": from_gguf, "ranges": ranges}
-    # from-gguf takes an optional expected completion; ranges takes none.
-    if sys.argv[1:2] not in (["from-gguf"], ["ranges"]) or not 4 <= len(sys.argv) <= (5 if sys.argv[1] == "from-gguf" else 4):
+    commands = {"from-gguf": from_gguf, "ranges": ranges, "decoding": decoding}
+    # Each command's arguments, least and most.
+    arity = {"from-gguf": (2, 3), "ranges": (2, 2), "decoding": (3, 4)}
+    least, most = arity.get(sys.argv[1] if len(sys.argv) > 1 else "", (1, 0))
+    if not least <= len(sys.argv) - 2 <= most:
         sys.exit(__doc__)
     commands[sys.argv[1]](*sys.argv[2:])

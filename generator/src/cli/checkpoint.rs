@@ -10,6 +10,7 @@ use hwmatrix_importer::checkpoint::{self, Checkpoint, Weights};
 use hwmatrix_importer::fixtures::{self, Source};
 use hwmatrix_record::Record;
 use hwmatrix_results::report::checkpoint_row::{self, CheckpointRow, FormatMemory, Step};
+use hwmatrix_results::report::greedy;
 use hwmatrix_specs::plan::{self, Selection};
 use hwmatrix_specs::spec::{LoadedModel, Specs};
 
@@ -37,10 +38,13 @@ format's memory is computed from the config, and the architecture's cells run
 on every usable platform (`gen doctor`), ignored ones included: on trained
 weights a known issue is measured again. Each format is judged by what its
 users measure, against a bound fixed before the run and shown with its
-source: decoders by how often their next token is float32's, sentence
-encoders by the mean-pooled embedding's cosine, the others by the worst
-row's cosine (shown, not judged, where no source fixes a bound). The folder is
-written whole at the end: an interrupted run leaves only a .partial folder.
+source: decoders by how often their next token is float32's, and by each
+format's greedy generation from a fixed prompt and perplexity of a fixed text
+against float32's (ONNX Runtime's formats on its CPU provider, NNCF's on
+OpenVINO's runtime where openvino is selected), sentence encoders by the
+mean-pooled embedding's cosine, the others by the worst row's cosine (shown,
+not judged, where no source fixes a bound). The folder is written whole at
+the end: an interrupted run leaves only a .partial folder.
 
   gen checkpoint ~/.cache/hwmatrix/checkpoints/all-MiniLM-L6-v2
   gen checkpoint model.Q4_1.gguf --platform cpu --platform openvino
@@ -222,6 +226,29 @@ pub fn run(
         ))
     };
 
+    // A decoder's formats as their users judge them: greedy generation and perplexity,
+    // each format on ONNX Runtime (and NNCF's on OpenVINO's runtime where openvino runs here).
+    let decoding = (model.spec.category == "text_decoders").then(|| {
+        let since = Instant::now();
+        let openvino = diagnoses
+            .iter()
+            .any(|d| d.platform == Platform::Openvino && d.usable())
+            .then_some(openvino_python.as_path());
+        let decoding = greedy_and_perplexity(
+            &python,
+            &folder,
+            &fixtures_dir.join(&found.model_type),
+            &partial.join(greedy::FILE),
+            openvino,
+        );
+        step(
+            "greedy generation and perplexity per format".into(),
+            since,
+            out,
+        );
+        decoding.into()
+    });
+
     // 3. The architecture's cells on each platform that runs here.
     let records_dir = partial.join("records");
     std::fs::create_dir_all(&records_dir)
@@ -290,6 +317,12 @@ pub fn run(
         checks: records
             .iter()
             .map(|(record, id)| checkpoint_row::judge(record, id))
+            .chain(
+                decoding
+                    .iter()
+                    .filter_map(checkpoint_row::Measured::ok)
+                    .flat_map(greedy::Decoding::checks),
+            )
             .collect(),
         formats,
         steps: {
@@ -305,7 +338,8 @@ pub fn run(
             .filter(|d| !d.usable())
             .map(|d| (d.platform.to_string(), d.missing.join("; ")))
             .collect(),
-        range,
+        range: range.into(),
+        decoding,
     };
     row.say_where_float16_overflows();
     write(&partial.join("report.md"), row.markdown())?;
@@ -324,17 +358,21 @@ pub fn run(
     let judged = row
         .checks
         .iter()
-        .filter(|c| c.bound.as_ref().is_some_and(|b| b.at_least.is_some()))
+        .filter(|c| c.bound.as_ref().is_some_and(checkpoint_row::Bound::fixed))
         .count();
     let lost = row
         .checks
         .iter()
         .filter(|c| c.verdict.starts_with("loses"))
         .count();
-    let failed = row.checks.iter().filter(|c| c.status == "failed").count();
+    // The cells' own verdicts (their tolerance, as on the tiny fixtures), apart from the users' metrics.
+    let failed = records
+        .iter()
+        .filter(|(r, _)| r.status == hwmatrix_cell::Outcome::Failed)
+        .count();
     let _ = writeln!(
         out,
-        "{}: {} checks on {} platforms, {failed} failed their own check; {judged} formats judged by their users' metric, {lost} lose accuracy; report in {}/report.md and report.html ({:.0} s)",
+        "{}: {} checks on {} platforms, {failed} of the cells' checks failed their own tolerance; {judged} judged by their users' metric, {lost} lose accuracy; report in {}/report.md and report.html ({:.0} s)",
         found.name,
         row.checks.len(),
         usable.len(),
@@ -434,6 +472,37 @@ fn range_evidence(
         .map_err(|e| e.to_string())
         .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
         .map_err(|e| format!("{}: {e}", file.display())))
+}
+
+/// A decoder's greedy generation and perplexity in each format of its fixture
+/// (checkpoints.py decoding, into `file`); Err(why) where they could not be measured.
+fn greedy_and_perplexity(
+    python: &Path,
+    folder: &Path,
+    fixture: &Path,
+    file: &Path,
+    openvino_python: Option<&Path>,
+) -> Result<greedy::Decoding, String> {
+    let status = Command::new(python)
+        .arg(hwmatrix_importer::workers::exporter_dir().join("checkpoints.py"))
+        .args([
+            "decoding".as_ref(),
+            folder.as_os_str(),
+            fixture.as_os_str(),
+            file.as_os_str(),
+        ])
+        .args(openvino_python)
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    if !status.success() {
+        return Err(format!(
+            "checkpoints.py decoding failed ({status}; its error is above)"
+        ));
+    }
+    std::fs::read_to_string(file)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+        .map_err(|e| format!("{}: {e}", file.display()))
 }
 
 /// Each format's file in the fixture beside the bytes `gen memory` computed for it.

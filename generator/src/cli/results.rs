@@ -33,7 +33,8 @@ pub struct Args {
 
 #[derive(Debug, Subcommand)]
 pub enum Verb {
-    /// Import JSON-lines record files (default: every results/*.jsonl)
+    /// Import JSON-lines record files (default: every results/*.jsonl, and the records of
+    /// each checkpoint's row, results/checkpoints/*/records/*.jsonl)
     Import {
         /// Record files (*.jsonl) or folders of them
         files: Vec<PathBuf>,
@@ -170,7 +171,17 @@ pub fn run(
 /// The *.jsonl files named, or in the folders named (sorted: imports are deterministic).
 fn record_files(files: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let roots = if files.is_empty() {
-        vec![hwmatrix_cell::paths::results_dir()?]
+        let results = hwmatrix_cell::paths::results_dir()?;
+        // `gen checkpoint` keeps each row's records beside its report.
+        let mut rows: Vec<PathBuf> = std::fs::read_dir(results.join("checkpoints"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path().join("records"))
+            .filter(|p| p.is_dir())
+            .collect();
+        rows.sort();
+        std::iter::once(results).chain(rows).collect()
     } else {
         files.to_vec()
     };

@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use hwmatrix_record::Record;
 use serde::{Deserialize, Serialize};
 
+use super::greedy::Decoding;
 use super::html::esc;
 use super::markdown::escape;
 
@@ -20,7 +21,46 @@ use super::markdown::escape;
 pub struct Bound {
     pub metric: String,
     pub at_least: Option<f64>,
+    /// For a metric where less is better (a perplexity's ratio to float32's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_most: Option<f64>,
     pub source: String,
+}
+
+impl Bound {
+    /// The bound as a table shows it: `≥ 0.9`, `≤ 1.05`, or nothing (shown, not judged).
+    pub fn shown(&self) -> String {
+        match (self.at_least, self.at_most) {
+            (Some(v), _) => format!("≥ {v}"),
+            (_, Some(v)) => format!("≤ {v}"),
+            _ => String::new(),
+        }
+    }
+
+    /// Whether a bound is fixed (else the value is shown, not judged).
+    pub fn fixed(&self) -> bool {
+        self.at_least.is_some() || self.at_most.is_some()
+    }
+
+    /// Whether `value` keeps within the bound; None where no bound is fixed.
+    pub fn holds(&self, value: f64) -> Option<bool> {
+        match (self.at_least, self.at_most) {
+            (Some(v), _) => Some(value >= v),
+            (_, Some(v)) => Some(value <= v),
+            _ => None,
+        }
+    }
+
+    /// What the row says of `value` against the bound.
+    pub fn verdict(&self, value: f64) -> String {
+        match (self.at_least, self.at_most) {
+            (Some(b), _) if value >= b => format!("keeps its accuracy ({value:.4} ≥ {b})"),
+            (Some(b), _) => format!("loses accuracy ({value:.4} < {b})"),
+            (_, Some(b)) if value <= b => format!("keeps its accuracy ({value:.4} ≤ {b})"),
+            (_, Some(b)) => format!("loses accuracy ({value:.4} > {b})"),
+            _ => format!("{value:.4}, not judged"),
+        }
+    }
 }
 
 /// What a decoder's users compare: how often a format's next token is float32's
@@ -38,7 +78,7 @@ const NO_NEXT_TOKEN: &str = "the architecture's fixture is its base model (hidde
 const NO_SOURCE: &str = "no published figure to fix a bound from: the value is shown, not judged";
 
 /// The bits a format stores its weights in (None for float32, the reference).
-fn bits(precision: &str) -> Option<u32> {
+pub fn bits(precision: &str) -> Option<u32> {
     match precision {
         "fp16" => Some(16),
         "int8" | "int8_avx2" | "qdq8" | "nncf_int8" => Some(8),
@@ -58,21 +98,25 @@ pub fn bound(category: &str, precision: &str) -> Option<Bound> {
                 8 => 0.90,
                 _ => 0.80,
             }),
+            at_most: None,
             source: LLAMA_CPP.into(),
         },
         "text_encoders" if bits == 8 => Bound {
             metric: POOLED_COSINE.into(),
             at_least: Some(0.99),
+            at_most: None,
             source: SENTENCE_INT8.into(),
         },
         "text_encoders" => Bound {
             metric: POOLED_COSINE.into(),
             at_least: None,
+            at_most: None,
             source: NO_SOURCE.into(),
         },
         _ => Bound {
             metric: WORST_ROW_COSINE.into(),
             at_least: None,
+            at_most: None,
             source: NO_SOURCE.into(),
         },
     })
@@ -126,6 +170,7 @@ pub fn judge(record: &Record, record_id: &str) -> RowCheck {
         let cosine = Bound {
             metric: WORST_ROW_COSINE.into(),
             at_least: None,
+            at_most: None,
             source: NO_NEXT_TOKEN.into(),
         };
         value = measure(&cosine);
@@ -154,11 +199,7 @@ pub fn judge(record: &Record, record_id: &str) -> RowCheck {
             format!("failed before any output: {reason}")
         }
         (Some(b), None) => format!("no {} recorded", b.metric),
-        (Some(b), Some(v)) => match b.at_least {
-            Some(at_least) if v >= at_least => format!("keeps its accuracy ({v:.4} ≥ {at_least})"),
-            Some(at_least) => format!("loses accuracy ({v:.4} < {at_least})"),
-            None => format!("{v:.4}, not judged"),
-        },
+        (Some(b), Some(v)) => b.verdict(v),
     };
     RowCheck {
         platform: record.platform.name().to_string(),
@@ -226,7 +267,38 @@ pub struct CheckpointRow {
     pub not_run: Vec<(String, String)>,
     /// Where these weights stand against float16's range (checkpoints.py ranges), or why
     /// it was not measured.
-    pub range: Result<Range, String>,
+    pub range: Measured<Range>,
+    /// A decoder's greedy generation and perplexity per format (checkpoints.py decoding),
+    /// or why they were not measured; None for a model that does not generate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decoding: Option<Measured<Decoding>>,
+}
+
+/// Evidence a step measured, or why it was not measured (in JSON: the evidence itself,
+/// or `{"not_measured": why}`).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Measured<T> {
+    NotMeasured { not_measured: String },
+    Measured(T),
+}
+
+impl<T> Measured<T> {
+    pub fn ok(&self) -> Option<&T> {
+        match self {
+            Measured::Measured(t) => Some(t),
+            Measured::NotMeasured { .. } => None,
+        }
+    }
+}
+
+impl<T> From<Result<T, String>> for Measured<T> {
+    fn from(result: Result<T, String>) -> Self {
+        match result {
+            Ok(t) => Measured::Measured(t),
+            Err(not_measured) => Measured::NotMeasured { not_measured },
+        }
+    }
 }
 
 /// A text checkpoint's float32 activations against float16's largest finite value
@@ -273,7 +345,8 @@ impl Range {
                 "torch's own float16 pass goes non-finite in {module}"
             ));
         }
-        self.largest_float32_outputs
+        let output = self
+            .largest_float32_outputs
             .first()
             .filter(|r| r.of_float16_max > 1.0)
             .map(|r| {
@@ -283,14 +356,28 @@ impl Range {
                     r.abs_max,
                     r.of_float16_max * 100.0
                 )
-            })
+            });
+        // Within range everywhere but in the squares a norm sums: an fp16 graph that keeps
+        // the norm in float16 overflows there (transformers' own keeps it in float32).
+        output.or_else(|| {
+            self.largest_float32_norm_input_squares
+                .first()
+                .filter(|r| r.of_float16_max > 1.0)
+                .map(|r| {
+                    let (module, _) = r.module.split_once(':').unwrap_or((&r.module, ""));
+                    format!(
+                        "the squares {module} sums reach {:.2e}, {:.0} times float16's largest (a norm computed in float16 overflows there)",
+                        r.abs_max, r.of_float16_max
+                    )
+                })
+        })
     }
 }
 
 impl CheckpointRow {
     /// Each 16-bit format's verdict with where these weights leave float16's range.
     pub fn say_where_float16_overflows(&mut self) {
-        let Some(overflow) = self.range.as_ref().ok().and_then(Range::overflow) else {
+        let Some(overflow) = self.range.ok().and_then(Range::overflow) else {
             return;
         };
         for check in self
@@ -326,11 +413,7 @@ impl CheckpointRow {
                         c.status.clone(),
                         c.bound.as_ref().map(|b| b.metric.clone()).unwrap_or_default(),
                         c.value.map(|v| format!("{v:.4}")).unwrap_or_default(),
-                        c.bound
-                            .as_ref()
-                            .and_then(|b| b.at_least)
-                            .map(|v| format!("≥ {v}"))
-                            .unwrap_or_default(),
+                        c.bound.as_ref().map(Bound::shown).unwrap_or_default(),
                         c.verdict.clone(),
                         c.median_ms.map(|v| format!("{v:.1}")).unwrap_or_default(),
                         c.record.clone(),
@@ -377,7 +460,7 @@ impl CheckpointRow {
             title: "Float16 range",
             shown_empty: true,
             about: match &self.range {
-                Ok(r) => format!(
+                Measured::Measured(r) => format!(
                     "The largest float32 activations of these weights on the fixture's texts, against float16's largest finite value (65504); a norm's input square is what a norm computed in float16 sums. torch's own float16 forward pass: {} ({}).",
                     r.float16_first_non_finite
                         .as_deref()
@@ -385,12 +468,13 @@ impl CheckpointRow {
                         .unwrap_or_else(|| "finite throughout".into()),
                     r.conditions
                 ),
-                Err(why) => format!("Not measured: {why}."),
+                Measured::NotMeasured { not_measured } => format!("Not measured: {not_measured}."),
             },
             header: vec!["module", "largest float32 value", "of float16's largest"],
             rows: self
                 .range
-                .iter()
+                .ok()
+                .into_iter()
                 .flat_map(|r| {
                     r.largest_float32_outputs
                         .iter()
@@ -406,7 +490,43 @@ impl CheckpointRow {
                 })
                 .collect(),
         };
-        vec![checks, range, formats, steps, not_run]
+        let generation = Table {
+            title: "Greedy generation and perplexity",
+            shown_empty: self.decoding.is_some(),
+            about: match &self.decoding {
+                Some(Measured::Measured(d)) => format!(
+                    "Each format's greedy continuation of \"{}\" ({} tokens) and its perplexity on a fixed text of {} tokens, on the engine named (its Python package, the library the cells load); the checks above judge them against float32 on the same engine.",
+                    d.prompt, d.new_tokens, d.text_tokens
+                ),
+                Some(Measured::NotMeasured { not_measured }) => {
+                    format!("Not measured: {not_measured}.")
+                }
+                None => String::new(),
+            },
+            header: vec![
+                "format",
+                "engine",
+                "continuation",
+                "perplexity",
+                "non-finite",
+            ],
+            rows: self
+                .decoding
+                .iter()
+                .filter_map(Measured::ok)
+                .flat_map(|d| &d.results)
+                .map(|r| {
+                    vec![
+                        r.format.clone(),
+                        r.engine.clone(),
+                        format!("{:?}", r.continuation),
+                        r.perplexity.map(|p| format!("{p:.3}")).unwrap_or_default(),
+                        r.non_finite.clone().unwrap_or_default(),
+                    ]
+                })
+                .collect(),
+        };
+        vec![checks, generation, range, formats, steps, not_run]
     }
 
     fn heading(&self) -> (String, String) {
@@ -540,12 +660,21 @@ mod tests {
                 .contains("non-finite in model.layers.7")
         );
         // all-MiniLM-L6-v2's largest output, 0.3% of float16's: nothing to say.
-        let within = Range {
+        let mut within = Range {
             largest_float32_outputs: vec![row("encoder.layer.0.output.dense", 0.003)],
             float16_first_non_finite: None,
             ..range
         };
         assert_eq!(within.overflow(), None);
+        // SmolLM2-135M-Instruct's: outputs within range, the squares an RMSNorm sums not.
+        within.largest_float32_norm_input_squares =
+            vec![row("model.layers.12.input_layernorm:input²", 9159.2)];
+        assert_eq!(
+            within.overflow().as_deref(),
+            Some(
+                "the squares model.layers.12.input_layernorm sums reach 6.00e8, 9159 times float16's largest (a norm computed in float16 overflows there)"
+            )
+        );
     }
 
     #[test]
@@ -561,7 +690,8 @@ mod tests {
             formats: vec![],
             steps: vec![],
             not_run: vec![],
-            range: Err("measured for text checkpoints only".into()),
+            range: Err("measured for text checkpoints only".to_string()).into(),
+            decoding: None,
         };
         for text in [row.markdown(), row.html()] {
             assert!(text.contains("Float16 range"), "{text}");
@@ -678,7 +808,7 @@ impl TrainedSection {
                     c.precision.clone(),
                     bound.metric.clone(),
                     c.value.map(|v| format!("{v:.4}")).unwrap_or_default(),
-                    bound.at_least.map(|v| format!("≥ {v}")).unwrap_or_default(),
+                    bound.shown(),
                     c.verdict.clone(),
                     bound.source.clone(),
                 ]);

@@ -15,6 +15,7 @@ pub mod cpu_classes;
 pub mod diff;
 pub mod export;
 pub mod generation;
+pub mod greedy;
 mod html;
 mod markdown;
 pub mod memory;

@@ -131,6 +131,7 @@ fn trained() -> super::checkpoint_row::TrainedSection {
         bound: Some(Bound {
             metric: "same next token as float32".into(),
             at_least: Some(0.9),
+            at_most: None,
             source: "llama.cpp's statistics | 8 bits < 100%".into(),
         }),
         value: Some(value),
@@ -150,7 +151,8 @@ fn trained() -> super::checkpoint_row::TrainedSection {
             formats: vec![],
             steps: vec![],
             not_run: vec![],
-            range: Err("not measured here".into()),
+            range: Err("not measured here".to_string()).into(),
+            decoding: None,
         }],
     }
 }
