@@ -169,8 +169,19 @@ def ranges(checkpoint: str, out: str) -> None:
 
 
 def decoding(checkpoint: str, fixture: str, out: str, openvino_python: str | None = None) -> None:
+    import onnx
+
     import decoding as runner
 
+    # A decoder whose fixture is its base model (hidden states) has no token to generate: said
+    # in OUT as why nothing was measured.
+    outputs = [o.name for o in onnx.load(os.path.join(fixture, "model.onnx"), load_external_data=False).graph.output]
+    if "logits" not in outputs:
+        with open(out, "w") as file:
+            json.dump({"not_measured": f"the architecture's fixture is its base model (outputs {', '.join(outputs)}): "
+                       "no logits to generate from"}, file)
+        print(f"no logits in {fixture}/model.onnx: greedy generation and perplexity not measured")
+        return
     tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint, local_files_only=True)
     model = transformers.AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32, local_files_only=True).eval()
     prompt = tokenizer(PROMPT).input_ids

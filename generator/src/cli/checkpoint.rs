@@ -9,7 +9,7 @@ use hwmatrix_cell::Platform;
 use hwmatrix_importer::checkpoint::{self, Checkpoint, Weights};
 use hwmatrix_importer::fixtures::{self, Source};
 use hwmatrix_record::Record;
-use hwmatrix_results::report::checkpoint_row::{self, CheckpointRow, FormatMemory, Step};
+use hwmatrix_results::report::checkpoint_row::{self, CheckpointRow, FormatMemory, Measured, Step};
 use hwmatrix_results::report::greedy;
 use hwmatrix_specs::plan::{self, Selection};
 use hwmatrix_specs::spec::{LoadedModel, Specs};
@@ -246,7 +246,7 @@ pub fn run(
             since,
             out,
         );
-        decoding.into()
+        decoding
     });
 
     // 3. The architecture's cells on each platform that runs here.
@@ -320,7 +320,7 @@ pub fn run(
             .chain(
                 decoding
                     .iter()
-                    .filter_map(checkpoint_row::Measured::ok)
+                    .filter_map(Measured::ok)
                     .flat_map(greedy::Decoding::checks),
             )
             .collect(),
@@ -475,15 +475,15 @@ fn range_evidence(
 }
 
 /// A decoder's greedy generation and perplexity in each format of its fixture
-/// (checkpoints.py decoding, into `file`); Err(why) where they could not be measured.
+/// (checkpoints.py decoding, into `file`), or why they were not measured.
 fn greedy_and_perplexity(
     python: &Path,
     folder: &Path,
     fixture: &Path,
     file: &Path,
     openvino_python: Option<&Path>,
-) -> Result<greedy::Decoding, String> {
-    let status = Command::new(python)
+) -> Measured<greedy::Decoding> {
+    let ran = Command::new(python)
         .arg(hwmatrix_importer::workers::exporter_dir().join("checkpoints.py"))
         .args([
             "decoding".as_ref(),
@@ -492,17 +492,19 @@ fn greedy_and_perplexity(
             file.as_os_str(),
         ])
         .args(openvino_python)
-        .status()
-        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
-    if !status.success() {
-        return Err(format!(
+        .status();
+    let measured = match ran {
+        Err(e) => Err(format!("cannot run {}: {e}", python.display())),
+        Ok(status) if !status.success() => Err(format!(
             "checkpoints.py decoding failed ({status}; its error is above)"
-        ));
-    }
-    std::fs::read_to_string(file)
-        .map_err(|e| e.to_string())
-        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
-        .map_err(|e| format!("{}: {e}", file.display()))
+        )),
+        // The evidence, or checkpoints.py's reason for none (a base model's fixture).
+        Ok(_) => std::fs::read_to_string(file)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+            .map_err(|e| format!("{}: {e}", file.display())),
+    };
+    measured.unwrap_or_else(|not_measured| Measured::NotMeasured { not_measured })
 }
 
 /// Each format's file in the fixture beside the bytes `gen memory` computed for it.

@@ -704,6 +704,27 @@ mod tests {
         }
     }
 
+    #[test]
+    fn evidence_or_why_not_round_trips_as_json() {
+        // checkpoints.py decoding's refusal, as it writes it for a base model's fixture.
+        let why: Measured<Decoding> =
+            serde_json::from_str(r#"{"not_measured": "no logits to generate from"}"#).unwrap();
+        assert!(
+            matches!(&why, Measured::NotMeasured { not_measured } if not_measured == "no logits to generate from")
+        );
+        let measured: Measured<Decoding> = serde_json::from_str(
+            r#"{"prompt": "p", "new_tokens": 16, "text": "t", "text_tokens": 77, "results": []}"#,
+        )
+        .unwrap();
+        assert_eq!(measured.ok().map(|d| d.text_tokens), Some(77));
+        // A row writes the evidence itself, or {"not_measured": why}: never Rust's Ok/Err.
+        let range: Measured<Range> = Err("measured for text checkpoints only".to_string()).into();
+        assert_eq!(
+            serde_json::to_string(&range).unwrap(),
+            r#"{"not_measured":"measured for text checkpoints only"}"#
+        );
+    }
+
     /// A decoder's q4 record as a run writes it (SmolLM2's on 2026-12-06, trimmed).
     fn decoder_record(top1: f64, max_abs: f64) -> Record {
         serde_json::from_value(serde_json::json!({
