@@ -374,6 +374,33 @@ impl Range {
     }
 }
 
+impl Range {
+    /// The range evidence in one sentence: the largest output, the largest square a norm
+    /// sums, and torch's own float16 pass.
+    pub fn summary(&self) -> String {
+        let mut said = Vec::new();
+        if let Some(r) = self.largest_float32_outputs.first() {
+            said.push(format!(
+                "largest float32 output {:.0} in {} ({:.1}% of float16's largest)",
+                r.abs_max,
+                r.module,
+                r.of_float16_max * 100.0
+            ));
+        }
+        if let Some(r) = self.largest_float32_norm_input_squares.first() {
+            said.push(format!(
+                "largest square a norm sums {:.2e} in {} ({:.3} times float16's largest)",
+                r.abs_max, r.module, r.of_float16_max
+            ));
+        }
+        said.push(match &self.float16_first_non_finite {
+            Some(m) => format!("torch's own float16 pass first non-finite in {m}"),
+            None => "torch's own float16 pass finite throughout".into(),
+        });
+        said.join("; ")
+    }
+}
+
 impl CheckpointRow {
     /// Each 16-bit format's verdict with where these weights leave float16's range.
     pub fn say_where_float16_overflows(&mut self) {
@@ -816,10 +843,15 @@ impl TrainedSection {
             "bound",
             "the row says",
             "bound's source",
+            "float16 range of the checkpoint",
         ];
         let mut rows = Vec::new();
         for row in &self.rows {
-            for c in row.checks.iter().filter(|c| c.bound.is_some()) {
+            let range = match &row.range {
+                Measured::Measured(r) => r.summary(),
+                Measured::NotMeasured { not_measured } => format!("not measured: {not_measured}"),
+            };
+            for (n, c) in row.checks.iter().filter(|c| c.bound.is_some()).enumerate() {
                 let bound = c.bound.as_ref().expect("filtered");
                 rows.push(vec![
                     row.name.clone(),
@@ -832,6 +864,8 @@ impl TrainedSection {
                     bound.shown(),
                     c.verdict.clone(),
                     bound.source.clone(),
+                    // Once per checkpoint, on its first line.
+                    if n == 0 { range.clone() } else { String::new() },
                 ]);
             }
         }
