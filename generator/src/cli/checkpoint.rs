@@ -48,7 +48,8 @@ the end: an interrupted run leaves only a .partial folder.
 
   gen checkpoint ~/.cache/hwmatrix/checkpoints/all-MiniLM-L6-v2
   gen checkpoint model.Q4_1.gguf --platform cpu --platform openvino
-  gen checkpoint DIR --dry-run          what would run, and whether it fits";
+  gen checkpoint DIR --dry-run          what would run, and whether it fits
+  gen checkpoint DIR --platform cpu --platform webgpu --only webgpu::firefox::fp16_matches_reference";
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -69,6 +70,11 @@ pub struct Args {
     /// Inspect the checkpoint and say what would run; export and run nothing
     #[arg(long)]
     dry_run: bool,
+    /// Run only this check of a platform's cells, as PLATFORM::ENGINE::CHECK (e.g.
+    /// webgpu::firefox::fp16_matches_reference); repeatable; a platform no --only
+    /// names runs all its checks
+    #[arg(long, value_name = "CHECK")]
+    only: Vec<String>,
 }
 
 pub fn run(
@@ -105,6 +111,16 @@ pub fn run(
             true => writeln!(out, "  {}: runs here", d.platform),
             false => writeln!(out, "  {}: not here ({})", d.platform, d.missing.join("; ")),
         };
+    }
+    // An --only naming a platform this run leaves out would silently run nothing of it.
+    if let Some(stray) = args.only.iter().find(|o| {
+        !diagnoses
+            .iter()
+            .any(|d| d.usable() && only_filters(&[o.to_string()], d.platform, "").is_some())
+    }) {
+        return Err(format!(
+            "error: --only {stray}: names no platform this run uses\n  help: write it as PLATFORM::ENGINE::CHECK with a platform given by --platform that runs here (gen doctor)"
+        ));
     }
     if args.dry_run {
         return Ok(0);
@@ -268,7 +284,9 @@ pub fn run(
             usable.len(),
             d.command
         );
-        for filter in d.filters(&module) {
+        let filters =
+            only_filters(&args.only, d.platform, &module).unwrap_or_else(|| d.filters(&module));
+        for filter in filters {
             // Generation needs a generation fixture, which a checkpoint's export does not
             // build yet: skipped, not failed.
             checkpoint_cells(
@@ -474,6 +492,18 @@ fn range_evidence(
         .map_err(|e| format!("{}: {e}", file.display())))
 }
 
+/// The cell filters `--only` gives `platform` (the module's checks it names), or None
+/// where it names none of the platform's: all its checks run.
+fn only_filters(only: &[String], platform: Platform, module: &str) -> Option<Vec<String>> {
+    let prefix = format!("{platform}::");
+    let chosen: Vec<String> = only
+        .iter()
+        .filter(|o| o.starts_with(&prefix))
+        .map(|o| format!("{module}{o}"))
+        .collect();
+    (!chosen.is_empty()).then_some(chosen)
+}
+
 /// A decoder's greedy generation and perplexity in each format of its fixture
 /// (checkpoints.py decoding, into `file`), or why they were not measured.
 fn greedy_and_perplexity(
@@ -591,5 +621,31 @@ struct RemovedOnDrop(PathBuf);
 impl Drop for RemovedOnDrop {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_runs_the_checks_it_names_of_their_platform() {
+        let only = [
+            "webgpu::native::fp16_matches_reference".to_string(),
+            "webgpu::firefox::q4f16_matches_reference".to_string(),
+        ];
+        assert_eq!(
+            only_filters(&only, Platform::Webgpu, "text_decoders::llama::"),
+            Some(vec![
+                "text_decoders::llama::webgpu::native::fp16_matches_reference".to_string(),
+                "text_decoders::llama::webgpu::firefox::q4f16_matches_reference".to_string(),
+            ])
+        );
+        // A platform no --only names runs whole; a name is a platform, not a prefix of one.
+        assert_eq!(only_filters(&only, Platform::Cpu, "m::"), None);
+        assert_eq!(
+            only_filters(&["webgpux::a".to_string()], Platform::Webgpu, "m::"),
+            None
+        );
     }
 }
