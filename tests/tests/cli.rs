@@ -785,4 +785,26 @@ fn checkpoint_refuses_what_it_cannot_run_and_writes_nothing() {
         "{}",
         run.stderr
     );
+    // An --only naming a platform the run leaves out would run nothing of it: refused.
+    let small = folder("small", Some(r#"{"model_type": "bert"}"#));
+    test_files::safetensors(&small.join("model.safetensors"), &[&[4, 4]]);
+    let run = run_gen(&[
+        "checkpoint",
+        small.to_str().unwrap(),
+        "--platform",
+        "cpu",
+        "--only",
+        "webgpu::native::fp16_matches_reference",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains(
+            "--only webgpu::native::fp16_matches_reference: names no platform this run uses"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(!out.exists() && !scratch.path().join("row.partial").exists());
 }

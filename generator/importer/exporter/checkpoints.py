@@ -190,16 +190,17 @@ def decoding(checkpoint: str, fixture: str, out: str, openvino_python: str | Non
         generated = model.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
                                    max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False)
         loss = model(torch.tensor([text]), labels=torch.tensor([text])).loss.item()
-    reference = {"format": "float32", "engine": f"PyTorch {torch.__version__} CPU (generate)",
+    reference = {"format": "float32", "kind": "torch", "engine": f"PyTorch {torch.__version__} CPU (generate)",
                  "tokens": generated[0, len(prompt):].tolist(), "perplexity": math.exp(loss), "non_finite": None}
-    order = ["float32", "fp16", "int8", "int8_avx2", "q4", "q4f16", "qdq8", "nncf_int8", "nncf_int4"]
-    graphs = []
-    for f in order:
-        # ONNX Runtime runs the ONNX formats; OpenVINO's runtime its own (NNCF's IR) and, as their
-        # reference, the float32 ONNX graph, which it reads as is.
-        engines = (["openvino"] if f.startswith("nncf") else ["onnxruntime"]) + (["openvino"] if f == "float32" else [])
-        path = os.path.join(fixture, "model.onnx" if f == "float32" else f"model.{f}.{'xml' if f.startswith('nncf') else 'onnx'}")
-        graphs += [{"format": f, "path": path, "engine": e} for e in engines if os.path.isfile(path)]
+    # Each format's graph as the fixture names it (model.onnx, model.<format>.onnx, NNCF's
+    # model.<format>.xml): ONNX Runtime runs the ONNX ones, OpenVINO's runtime its own IR and, as
+    # their reference, the float32 ONNX graph, which it reads as is.
+    graphs = [{"format": "float32", "path": os.path.join(fixture, "model.onnx"), "engine": e} for e in ("onnxruntime", "openvino")]
+    for name in sorted(os.listdir(fixture)):
+        parts = name.split(".")
+        if len(parts) == 3 and parts[0] == "model" and parts[2] in ("onnx", "xml"):
+            graphs.append({"format": parts[1], "path": os.path.join(fixture, name),
+                           "engine": "onnxruntime" if parts[2] == "onnx" else "openvino"})
     job = {"prompt": prompt, "new_tokens": NEW_TOKENS, "text": text}
     results = [reference]
     for graph in (g for g in graphs if g["engine"] == "onnxruntime"):

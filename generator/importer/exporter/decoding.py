@@ -5,8 +5,8 @@ the perplexity of a fixed text, each format's graph run on its engine (issue 64)
       JOB: {"prompt": [token ids], "new_tokens": N, "text": [token ids],
             "graphs": [{"format": ..., "path": model.<format>.onnx or .xml,
                         "engine": "onnxruntime" or "openvino"}, ...]}
-      Prints one JSON object per graph: {"format", "engine", "tokens", "perplexity",
-      "non_finite"}. "onnxruntime" is ONNX Runtime's CPU provider; "openvino" is OpenVINO's
+      Prints one JSON object per graph: {"format", "kind" (the graph's engine), "engine" (its
+      name and version), "tokens", "perplexity", "non_finite"}. "onnxruntime" is ONNX Runtime's CPU provider; "openvino" is OpenVINO's
       runtime on CPU (an .onnx graph or NNCF's .xml) in float32 inference precision (its
       default is bf16 on CPUs with AMX or AVX-512 BF16, which would judge bf16, not the
       format); each with the threads of the Rust cells (one).
@@ -82,7 +82,7 @@ def judge(job: dict, graph: dict) -> dict:
     text = job["text"]
     logits = run(feeds(names, text))[0].astype(np.float64)
     seen = seen or non_finite(logits, "on the perplexity text")
-    return {"format": graph["format"], "engine": engine, "tokens": tokens[len(job["prompt"]):],
+    return {"format": graph["format"], "kind": graph["engine"], "engine": engine, "tokens": tokens[len(job["prompt"]):],
             "perplexity": perplexity(logits, text), "non_finite": seen}
 
 

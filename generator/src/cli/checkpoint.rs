@@ -275,6 +275,7 @@ pub fn run(
     let mut records = Vec::new();
     for (n, d) in usable.iter().enumerate() {
         let since = Instant::now();
+        let only = only_filters(&args.only, d.platform, &module);
         let _ = writeln!(
             out,
             "[3/4] {}'s cells on {} ({} of {}): {}",
@@ -282,10 +283,16 @@ pub fn run(
             d.platform,
             n + 1,
             usable.len(),
-            d.command
+            match &only {
+                Some(only) => format!(
+                    "cargo test -p generated --features {} {} (--only)",
+                    d.features.join(","),
+                    only.join(" ")
+                ),
+                None => d.command.clone(),
+            }
         );
-        let filters =
-            only_filters(&args.only, d.platform, &module).unwrap_or_else(|| d.filters(&module));
+        let filters = only.unwrap_or_else(|| d.filters(&module));
         for filter in filters {
             // Generation needs a generation fixture, which a checkpoint's export does not
             // build yet: skipped, not failed.

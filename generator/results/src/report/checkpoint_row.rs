@@ -42,23 +42,28 @@ impl Bound {
         self.at_least.is_some() || self.at_most.is_some()
     }
 
-    /// Whether `value` keeps within the bound; None where no bound is fixed.
-    pub fn holds(&self, value: f64) -> Option<bool> {
+    /// Whether `value` keeps within the bound, and the comparison it failed (`<` under a
+    /// least, `>` over a most); None where no bound is fixed.
+    fn check(&self, value: f64) -> Option<(bool, &'static str)> {
         match (self.at_least, self.at_most) {
-            (Some(v), _) => Some(value >= v),
-            (_, Some(v)) => Some(value <= v),
+            (Some(b), _) => Some((value >= b, "<")),
+            (_, Some(b)) => Some((value <= b, ">")),
             _ => None,
         }
     }
 
+    /// Whether `value` keeps within the bound; None where no bound is fixed.
+    pub fn holds(&self, value: f64) -> Option<bool> {
+        self.check(value).map(|(held, _)| held)
+    }
+
     /// What the row says of `value` against the bound.
     pub fn verdict(&self, value: f64) -> String {
-        match (self.at_least, self.at_most) {
-            (Some(b), _) if value >= b => format!("keeps its accuracy ({value:.4} ≥ {b})"),
-            (Some(b), _) => format!("loses accuracy ({value:.4} < {b})"),
-            (_, Some(b)) if value <= b => format!("keeps its accuracy ({value:.4} ≤ {b})"),
-            (_, Some(b)) => format!("loses accuracy ({value:.4} > {b})"),
-            _ => format!("{value:.4}, not judged"),
+        let limit = self.at_least.or(self.at_most).unwrap_or_default();
+        match self.check(value) {
+            Some((true, _)) => format!("keeps its accuracy ({value:.4} {})", self.shown()),
+            Some((false, broken)) => format!("loses accuracy ({value:.4} {broken} {limit})"),
+            None => format!("{value:.4}, not judged"),
         }
     }
 }

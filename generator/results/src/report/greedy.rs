@@ -26,6 +26,9 @@ pub struct Decoding {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Decoded {
     pub format: String,
+    /// Which engine ran it: `torch` (the reference), `onnxruntime` or `openvino`.
+    pub kind: String,
+    /// Its name and version.
     pub engine: String,
     pub tokens: Vec<i64>,
     pub perplexity: Option<f64>,
@@ -34,8 +37,6 @@ pub struct Decoded {
     pub continuation: String,
 }
 
-const GREEDY: &str =
-    "greedy tokens as float32's (share of the first 16 before the first difference)";
 const PERPLEXITY: &str = "perplexity over float32's on the same engine";
 const GREEDY_SOURCE: &str = "the next-token bound above as a run: a format that keeps float32's next token with that probability at each step keeps the first k tokens with probability p^k; the bound is the longest run it keeps at least half the time (k = ln 0.5 / ln p: 16 for 16-bit floats, 6 for 8 bits, 3 for 4 bits)";
 const PERPLEXITY_SOURCE: &str = "llama.cpp's README quantization table (LLaMA 7B, wikitext-2): F16 5.9066, Q8_0 5.9070 (+0.01%), Q4_1 6.0912 (+3.1%), Q4_0 6.1565 (+4.2%); with a margin for a model of 100M-class size, which quantizes worse: at most +1% for a 16-bit float, +5% for 8 bits, +25% for 4 bits";
@@ -50,7 +51,9 @@ pub fn greedy_run(p: f64, tokens: usize) -> usize {
 /// The bounds a format is judged by: its greedy run's share, and its perplexity's ratio.
 fn bounds(format: &str, tokens: usize) -> (Bound, Bound) {
     let greedy = |at_least, source: &str| Bound {
-        metric: GREEDY.replace("16", &tokens.to_string()),
+        metric: format!(
+            "greedy tokens as float32's (share of the first {tokens} before the first difference)"
+        ),
         at_least: Some(at_least),
         at_most: None,
         source: source.into(),
@@ -92,10 +95,10 @@ fn kept(tokens: &[i64], reference: &[i64]) -> usize {
 }
 
 /// The platform and engine a result ran on, as the row names them.
-fn placed(engine: &str) -> (&'static str, &'static str) {
-    match engine.starts_with("OpenVINO") {
-        true => ("openvino", "openvino (Python)"),
-        false => ("cpu", "onnxruntime (Python)"),
+fn placed(kind: &str) -> (&'static str, &'static str) {
+    match kind {
+        "openvino" => ("openvino", "openvino (Python)"),
+        _ => ("cpu", "onnxruntime (Python)"),
     }
 }
 
@@ -111,10 +114,10 @@ impl Decoding {
                 "float32" => torch,
                 _ => rest
                     .iter()
-                    .find(|r| r.format == "float32" && r.engine == result.engine)
+                    .find(|r| r.format == "float32" && r.kind == result.kind)
                     .unwrap_or(torch),
             };
-            let (platform, engine) = placed(&result.engine);
+            let (platform, engine) = placed(&result.kind);
             let (greedy, perplexity) = bounds(&result.format, self.new_tokens);
             let matched = kept(&result.tokens, &reference.tokens);
             let ratio = result
@@ -162,6 +165,12 @@ mod tests {
     fn decoded(format: &str, engine: &str, tokens: &[i64], perplexity: f64) -> Decoded {
         Decoded {
             format: format.into(),
+            kind: match engine.split(' ').next() {
+                Some("OpenVINO") => "openvino",
+                Some("PyTorch") => "torch",
+                _ => "onnxruntime",
+            }
+            .into(),
             engine: engine.into(),
             tokens: tokens.to_vec(),
             perplexity: Some(perplexity),
