@@ -808,3 +808,125 @@ fn checkpoint_refuses_what_it_cannot_run_and_writes_nothing() {
     );
     assert!(!out.exists() && !scratch.path().join("row.partial").exists());
 }
+
+/// One record of albert's cpu ONNX Runtime cell: `check` passed in `run` on fixture
+/// content `content`, with today's engine and verdict code.
+fn albert_pass(run: &str, check: &str, content: &str) -> String {
+    serde_json::json!({
+        "run_id": run, "time": "2026-12-06T10:00:00Z", "host": "vm", "model": "albert",
+        "category": "text_encoders", "platform": "cpu", "engine_kind": "onnxruntime",
+        "engine": "onnxruntime, CPUExecutionProvider", "check": check, "status": "passed",
+        "basis": "measured", "precision": "float32",
+        "runtime_version": runtime::record::runtime_version(runtime::EngineKind::Onnxruntime),
+        "library": "onnxruntime (<cache>/venv/lib/python3.11/site-packages/onnxruntime/capi/libonnxruntime.so.1.31.1)",
+        "fixture": {"dir": "<fixtures>/albert", "source": "tiny-random", "cache_key": "k1",
+                    "content": format!("{content} on x86-64 avx2 (avx2 fma)")},
+    })
+    .to_string()
+}
+
+/// Passes are kept in the store by content: `gen import` writes a cell's passed checks
+/// with its run, a run that measured the same content writes nothing, other content
+/// replaces them; and a report of a run that did not reach the cell shows it passed by
+/// the run that measured it, which without the store's pass it cannot.
+#[test]
+fn a_cell_this_run_did_not_reach_shows_the_run_that_measured_its_passes() {
+    let ws = copy_workspace("passes");
+    let scratch = ws.specs.parent().unwrap().to_path_buf();
+    let evidence = ws.specs.join("evidence").join("albert.yaml");
+    let import = |run: &str, content: &str| {
+        let records = scratch.join(format!("records-{run}"));
+        std::fs::create_dir_all(&records).unwrap();
+        let lines: Vec<String> = ["runs", "matches_reference", "dynamic_shapes"]
+            .iter()
+            .map(|check| albert_pass(run, check, content))
+            .collect();
+        std::fs::write(records.join("vm.jsonl"), lines.join("\n") + "\n").unwrap();
+        let run = on_specs(
+            &ws,
+            &[
+                "import",
+                "--platform",
+                "cpu",
+                "--model",
+                "albert",
+                "--records",
+                records.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+        std::fs::read_to_string(&evidence).unwrap()
+    };
+    let first = import("run-a", "aaaa1111aaaa1111");
+    assert!(
+        first.contains("    runs: aaaa1111aaaa1111\n  built_on: x86-64 avx2 (avx2 fma)\n")
+            && first.contains("    run: run-a\n"),
+        "{first}"
+    );
+    // The same content, engine and verdict code measured again: nothing is rewritten.
+    assert_eq!(import("run-b", "aaaa1111aaaa1111"), first);
+    // Other content: the new run's passes replace the block.
+    let other = import("run-c", "bbbb2222bbbb2222");
+    assert!(other.contains("    run: run-c\n"), "{other}");
+
+    // A run that measured another cell of cpu and not albert's.
+    let db = scratch.join("db.sqlite");
+    let records = scratch.join("records-now");
+    std::fs::create_dir_all(&records).unwrap();
+    let bert = albert_pass("run-now", "runs", "cccc3333cccc3333").replace("albert", "bert");
+    std::fs::write(records.join("vm.jsonl"), bert + "\n").unwrap();
+    let imported = run_gen(&[
+        "results",
+        "--db",
+        db.to_str().unwrap(),
+        "import",
+        records.join("vm.jsonl").to_str().unwrap(),
+    ]);
+    assert_eq!(imported.code, 0, "{}", imported.stderr);
+    let report = || {
+        let out = scratch.join("report");
+        let _ = std::fs::remove_dir_all(&out);
+        let run = on_specs(
+            &ws,
+            &[
+                "report",
+                "--db",
+                db.to_str().unwrap(),
+                "--run",
+                "run-now",
+                "--format",
+                "json",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap())
+                .unwrap();
+        json["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| {
+                c["model"] == "albert" && c["platform"] == "cpu" && c["engine"] == "onnxruntime"
+            })
+            .cloned()
+            .unwrap()
+    };
+    let cell = report();
+    assert_eq!(
+        (&cell["status"], &cell["source"], &cell["evidence"]["run"]),
+        (&"passed".into(), &"earlier run".into(), &"run-c".into()),
+        "{cell:#}"
+    );
+    // Without the store's pass, the report has nothing to show for it.
+    let without: String = other
+        .split("\npassed:\n")
+        .next()
+        .map(|entries| format!("{entries}\n"))
+        .unwrap();
+    std::fs::write(&evidence, without).unwrap();
+    let cell = report();
+    assert_eq!(cell["status"], "no-evidence", "{cell:#}");
+}

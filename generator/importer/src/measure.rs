@@ -32,6 +32,7 @@ use hwmatrix_record::Record;
 
 use hwmatrix_specs::plan::{self, CellPlan, Plan, Selection};
 use hwmatrix_specs::spec::evidence::{self, Entry, EntryKey, EntryOutcome, Provenance};
+use hwmatrix_specs::spec::passed::{self, PassedCell};
 use hwmatrix_specs::spec::{LoadedModel, Specs};
 
 /// A record as gen import reads it: what an evidence entry keeps of it.
@@ -88,25 +89,30 @@ impl AsEntry for Record {
             stage: self.stage,
             error_kind: self.error_kind,
             error,
-            provenance: Provenance {
-                run: Some(self.run_id.clone()),
-                date: self.time.clone(),
-                host: Some(self.host.clone()),
-                device: self.device.as_deref().map(evidence::relative_paths),
-                engine: Some(evidence::relative_paths(&self.engine)),
-                library: self.library.as_deref().map(evidence::relative_paths),
-                cpu: self
-                    .cpu_class
-                    .as_ref()
-                    .filter(|_| self.platform.computes_on_host_cpu())
-                    .map(hwmatrix_cell::CpuClass::describe),
-                fixture_key: self.fixture.as_ref().and_then(|f| f.cache_key.clone()),
-                content: self.fixture.as_ref().and_then(|f| f.content.clone()),
-                runtime: Some(self.runtime_version.clone()),
-                record: None,
-                legacy: None,
-            },
+            provenance: provenance(self),
         })
+    }
+}
+
+/// Where and with what a record was measured, as the store keeps it.
+fn provenance(record: &Record) -> Provenance {
+    Provenance {
+        run: Some(record.run_id.clone()),
+        date: record.time.clone(),
+        host: Some(record.host.clone()),
+        device: record.device.as_deref().map(evidence::relative_paths),
+        engine: Some(evidence::relative_paths(&record.engine)),
+        library: record.library.as_deref().map(evidence::relative_paths),
+        cpu: record
+            .cpu_class
+            .as_ref()
+            .filter(|_| record.platform.computes_on_host_cpu())
+            .map(hwmatrix_cell::CpuClass::describe),
+        fixture_key: record.fixture.as_ref().and_then(|f| f.cache_key.clone()),
+        content: record.fixture.as_ref().and_then(|f| f.content.clone()),
+        runtime: Some(record.runtime_version.clone()),
+        record: None,
+        legacy: None,
     }
 }
 
@@ -130,6 +136,26 @@ impl Measured {
         let mut entry = record.entry()?;
         entry.provenance.record = self.record_ids.get(check).cloned();
         Some(entry)
+    }
+
+    /// The cell's passed checks as the store keeps them, with the provenance
+    /// of the newest of them; None where none passed.
+    fn passes(&self, platform: Platform, engine: EngineKind) -> Option<PassedCell> {
+        let passes: Vec<&Record> = self
+            .checks
+            .values()
+            // gen bench's records time a cell; they are no check of it.
+            .filter(|r| r.status == Outcome::Passed && r.check != "bench")
+            .collect();
+        let newest = passes.iter().max_by_key(|r| r.time.as_str())?;
+        let mut cell = PassedCell::new(platform, engine, provenance(newest));
+        for record in passes {
+            cell.add(
+                &record.check,
+                record.fixture.as_ref().and_then(|f| f.content.as_deref()),
+            );
+        }
+        Some(cell)
     }
 
     fn passed(&self, check: &str) -> Option<bool> {
@@ -381,6 +407,9 @@ fn either_at_our_limit(stored: Option<&Entry>, now: Option<&Entry>) -> bool {
 /// where it passed (its entry is cleared).
 type Changes<'a> = BTreeMap<&'a str, Vec<(EntryKey, Option<Entry>)>>;
 
+/// Each measured cell's passes by model (None: the cell measured, nothing passed).
+type Passes<'a> = BTreeMap<&'a str, Vec<(Platform, EngineKind, Option<PassedCell>)>>;
+
 /// What the run measured, counted for its summary line.
 #[derive(Default)]
 struct Tally {
@@ -473,6 +502,7 @@ pub fn run(
         None => run_cells(root, specs, platform, &selected, options, err)?,
     };
     let mut tally = Tally::default();
+    let mut passes: Passes = BTreeMap::new();
     for (model, engine) in &selected.cells {
         let Some(measured) = records.get(&(model.spec.model_type.clone(), *engine)) else {
             let _ = writeln!(
@@ -497,6 +527,13 @@ pub fn run(
         };
         let entries = changes.entry(model.spec.model_type.as_str()).or_default();
         entries.extend(cell.changes(options.verify, &mut tally, err));
+        // A cell with only the ledger's records was not measured: its passes stay.
+        if !measured.checks.is_empty() {
+            passes
+                .entry(model.spec.model_type.as_str())
+                .or_default()
+                .push((platform, *engine, measured.passes(platform, *engine)));
+        }
     }
     for model in &selected.quantized {
         let model_type = model.spec.model_type.as_str();
@@ -509,6 +546,13 @@ pub fn run(
         };
         let entries = quantization_changes(&plan, model_type, platform, measured, &mut tally, err);
         changes.entry(model_type).or_default().extend(entries);
+        if !measured.checks.is_empty() {
+            passes.entry(model_type).or_default().push((
+                platform,
+                EngineKind::Wgpu,
+                measured.passes(platform, EngineKind::Wgpu),
+            ));
+        }
     }
     if options.verify {
         if selected.at_our_limit > 0 {
@@ -520,7 +564,7 @@ pub fn run(
         }
         return verify(specs, platform, &run_id, &changes, out, err);
     }
-    let written = write_store(specs, changes)?;
+    let written = write_store(specs, changes, passes)?;
     // A --stale run measures the cells it chose for their stale entries (mostly
     // failures): no count of a CPU class's passes.
     let classes = if options.stale {
@@ -752,12 +796,15 @@ fn run_cells(
         }
         features.join(",")
     });
-    if let Some(nncf_python) = options
-        .nncf_python
-        .filter(|_| platform == Platform::Openvino)
-    {
-        make_nncf_formats(specs, selected, nncf_python, err)?;
-    }
+    make_fixtures(
+        specs,
+        platform,
+        selected,
+        options
+            .nncf_python
+            .filter(|_| platform == Platform::Openvino),
+        err,
+    )?;
     let filter = |m: &LoadedModel, e: EngineKind| {
         format!(
             "{}::{}::{platform}::{}::",
@@ -799,30 +846,42 @@ fn run_cells(
     Ok(measured)
 }
 
-/// NNCF's formats of the models whose OpenVINO-runtime cells are selected, made where
-/// missing or stale (their exports are cached: only the formats are made), so that a
-/// run which exported without them (`gen fixtures --no-nncf`, as tests/run.sh does)
-/// measures their nncf checks, not a missing file. A model whose formats NNCF fails
-/// to make is left to its checks, which say so.
-fn make_nncf_formats(
+/// The fixtures of the selected models, exported where missing (cached: a
+/// run whose export made them already finds them, and they are not made
+/// again), so that a run which exported only what its own lanes read
+/// (tests/run.sh) measures the store's slice, not a missing file; and, for
+/// the models whose OpenVINO-runtime cells are selected, NNCF's formats
+/// (`gen fixtures --no-nncf` leaves them out). A model whose fixture or
+/// formats cannot be made is left to its checks, which say so.
+fn make_fixtures(
     specs: &Specs,
+    platform: Platform,
     selected: &Selected,
-    nncf_python: &Path,
+    nncf_python: Option<&Path>,
     err: &mut dyn Write,
 ) -> Result<(), String> {
-    let models: Vec<String> = selected
+    let mut models: Vec<String> = selected
         .cells
         .iter()
-        .filter(|(_, engine)| *engine == EngineKind::Openvino)
-        .map(|(m, _)| m.spec.model_type.clone())
+        .map(|(m, _)| m)
+        .chain(selected.quantized.iter())
+        .map(|m| m.spec.model_type.clone())
         .collect();
+    models.sort();
+    models.dedup();
     if models.is_empty() {
         return Ok(());
     }
+    let nncf = nncf_python.filter(|_| {
+        selected
+            .cells
+            .iter()
+            .any(|(_, engine)| *engine == EngineKind::Openvino)
+    });
     let selection = Selection {
         models,
         categories: vec![],
-        platforms: vec![Platform::Openvino],
+        platforms: vec![platform],
     };
     let plan = plan::plan(specs, &selection).map_err(|e| format!("error: {e}"))?;
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -833,7 +892,7 @@ fn make_nncf_formats(
         workers,
         &crate::fixtures::Source::TinyRandom,
         false,
-        Some(nncf_python),
+        nncf,
         err,
     )?;
     let failed = summary
@@ -1158,10 +1217,13 @@ fn record_classes(
 
 /// One write per model's evidence file: every check measured, merged into
 /// its entries. Returns how many files changed.
-fn write_store(specs: &Specs, changes: Changes) -> Result<usize, String> {
+fn write_store(specs: &Specs, mut changes: Changes, mut passes: Passes) -> Result<usize, String> {
     let classes = hwmatrix_specs::spec::cpu_classes::read(&specs.root)?;
     let mut changed = 0;
-    for (model_type, mut checks) in changes {
+    let models: std::collections::BTreeSet<&str> =
+        changes.keys().chain(passes.keys()).copied().collect();
+    for model_type in models {
+        let mut checks = changes.remove(model_type).unwrap_or_default();
         let model = specs.model(model_type).expect("a planned model");
         let mut file = evidence::read(&specs.root, model_type)?;
         for (key, _) in &mut checks {
@@ -1170,6 +1232,11 @@ fn write_store(specs: &Specs, changes: Changes) -> Result<usize, String> {
             }
         }
         evidence::merge(&mut file.entries, checks, &model.fixture_key());
+        passed::merge(
+            &mut file.passed,
+            passes.remove(model_type).unwrap_or_default(),
+            &model.fixture_key(),
+        );
         changed += usize::from(evidence::write(&specs.root, file)?);
     }
     Ok(changed)

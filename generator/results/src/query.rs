@@ -138,7 +138,11 @@ fn fold_components(latest: Vec<Evidence>) -> Vec<Evidence> {
 impl Database {
     /// The newest record of every (model, platform, engine, check, precision),
     /// and component (folded into one per check): what the cell's status is today. Ties in time go to the later import.
-    /// With `runs`, only records of those runs count.
+    /// With `runs`, only records of those runs count. A record that ran (or a
+    /// planned status) wins over the ledger's "not tried" of a build without the
+    /// feature, whatever their times: another process of the same run
+    /// (tests/run.sh's lanes) may have measured the check before that build
+    /// recorded it as not tried.
     pub fn latest(&self, runs: &[String]) -> Result<Vec<Evidence>, String> {
         let filter = if runs.is_empty() {
             String::new()
@@ -152,7 +156,7 @@ impl Database {
             "SELECT {COLUMNS} FROM (
                 SELECT *, json_extract(body, '$.component') AS component,
                     ROW_NUMBER() OVER (PARTITION BY model, platform, engine_kind, check_name, precision, json_extract(body, '$.component')
-                                       ORDER BY time DESC, id DESC) AS rank
+                                       ORDER BY basis = 'not-tried', time DESC, id DESC) AS rank
                 FROM records {filter}
              ) WHERE rank = 1 ORDER BY model, platform, engine_kind, check_name, precision, component"
         );

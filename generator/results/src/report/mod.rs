@@ -19,6 +19,7 @@ pub mod greedy;
 mod html;
 mod markdown;
 pub mod memory;
+mod not_reached;
 pub mod precision;
 #[cfg(test)]
 mod snapshots;
@@ -168,7 +169,9 @@ pub struct Cell {
     pub basis: Option<String>,
     /// Where the status comes from: `this run` (its checks ran in the runs
     /// read), `stored evidence` (an entry of model-specs/evidence, from an
-    /// earlier run: see `evidence`), `spec` (a person's status), `not tried`.
+    /// earlier run: see `evidence`), `earlier run` (a cell this run did not
+    /// reach, whose passes the store keeps: see `evidence`), `spec` (a
+    /// person's status), `not tried`.
     pub source: &'static str,
     /// The evidence store's entry behind a stored status: when, where, and
     /// whether it still describes today's checkout.
@@ -524,7 +527,14 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
     let evidence = db.latest(runs)?;
     let by_cell = records_by_cell(&evidence);
     let specs = plan.specs;
-    let cells = planned_cells(plan, by_cell);
+    // The platforms this run measured a cell of: a cell of one it did not reach was left
+    // out by the run's slice, not by its build.
+    let measured_platforms: std::collections::BTreeSet<String> = evidence
+        .iter()
+        .filter(|e| e.basis == Basis::Measured)
+        .map(|e| e.platform.clone())
+        .collect();
+    let cells = planned_cells(plan, by_cell, &measured_platforms);
     let (cells, kernel_checks) = split_kernel_checks(cells);
     let platform_names: Vec<String> = plan
         .platforms
@@ -590,7 +600,11 @@ fn records_by_cell(evidence: &[Evidence]) -> BTreeMap<CellKey, Vec<&Evidence>> {
 
 /// Every planned cell, the kernel checks' included, in the plan's order: each model's
 /// cells, then its wgpu quantization cell where that is planned.
-fn planned_cells(plan: &Plan, mut by_cell: BTreeMap<CellKey, Vec<&Evidence>>) -> Vec<Cell> {
+fn planned_cells(
+    plan: &Plan,
+    mut by_cell: BTreeMap<CellKey, Vec<&Evidence>>,
+    measured_platforms: &std::collections::BTreeSet<String>,
+) -> Vec<Cell> {
     let mut cells = Vec::new();
     for model_plan in &plan.models {
         let spec = &model_plan.model.spec;
@@ -598,9 +612,10 @@ fn planned_cells(plan: &Plan, mut by_cell: BTreeMap<CellKey, Vec<&Evidence>>) ->
             let records = by_cell
                 .remove(&(spec.model_type.clone(), platform.clone(), engine.clone()))
                 .unwrap_or_default();
-            cells.push(planned_cell(
-                plan.specs, model_plan, platform, engine, records,
-            ));
+            let sliced_out = measured_platforms.contains(&platform);
+            let mut cell = planned_cell(plan.specs, model_plan, platform, engine, records);
+            not_reached::from_store(model_plan, &mut cell, sliced_out);
+            cells.push(cell);
         }
     }
     cells
@@ -864,7 +879,7 @@ fn precision_of(
 
 /// The checks a cell must have passed to pass: the float32 checks, or a wgpu
 /// cell's quantization checks that are planned to run.
-fn required_checks(
+pub(super) fn required_checks(
     model: &hwmatrix_specs::plan::ModelPlan,
     platform: &str,
     engine: &str,
@@ -893,7 +908,7 @@ fn required_checks(
 
 /// The evidence entry behind a cell's stored status: the cell's own first
 /// failure, else the fixture pipeline's (a model without a fixture).
-fn stored_evidence(
+pub(super) fn stored_evidence(
     model: &hwmatrix_specs::spec::LoadedModel,
     platform: &str,
     engine: &str,

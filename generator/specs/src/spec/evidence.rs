@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::{ModelSpec, SpecError, locate_key};
 
 /// The banner every evidence file starts with.
-pub const BANNER: &str = "# Evidence: what runs measured (not a pass), with who failed and its provenance.\n# Written by `gen import`; review a change like a snapshot, never edit it by hand.\n";
+pub const BANNER: &str = "# Evidence: what runs measured, each failure with who failed, each cell's passes, with provenance.\n# Written by `gen import`; review a change like a snapshot, never edit it by hand.\n";
 
 /// The fixture pipeline's checks (no platform): the float32 export, the
 /// TorchScript trace of a model whose ONNX export failed (libtorch's own
@@ -36,7 +36,12 @@ pub const PIPELINE_CHECKS: [&str; 3] = [EXPORT, TORCHSCRIPT_EXPORT, GENERATION_E
 #[serde(deny_unknown_fields)]
 pub struct EvidenceFile {
     pub model_type: String,
+    #[serde(default)]
     pub entries: Vec<Entry>,
+    /// Each measured cell's passed checks (super::passed): what a run that
+    /// did not reach the cell reports of it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passed: Vec<super::passed::PassedCell>,
 }
 
 /// One check's stored outcome.
@@ -678,6 +683,40 @@ fn validate(path: &Path, source: &str, file: &EvidenceFile, errors: &mut Vec<Spe
             errors.push(SpecError::new(path, at, message, help));
         }
     }
+    let at_passed = locate_key(source, "passed", 0).unwrap_or(at);
+    for pair in file.passed.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        if (a.platform.name(), a.engine.name()) >= (b.platform.name(), b.engine.name()) {
+            errors.push(SpecError::new(
+                path,
+                at_passed,
+                format!(
+                    "passed cells {}/{} and {}/{} are out of order or twice",
+                    a.platform,
+                    a.engine.name(),
+                    b.platform,
+                    b.engine.name()
+                ),
+                "let gen import write the file: one block per cell, by platform and engine",
+            ));
+        }
+    }
+    if let Some(cell) = file
+        .passed
+        .iter()
+        .find(|p| p.provenance.run.is_none() || p.provenance.host.is_none() || p.checks.is_empty())
+    {
+        errors.push(SpecError::new(
+            path,
+            at_passed,
+            format!(
+                "passed cell {}/{} names no run, host or check",
+                cell.platform,
+                cell.engine.name()
+            ),
+            "passes come from a run's records: gen import writes their run id, host and checks",
+        ));
+    }
     if !file
         .entries
         .windows(2)
@@ -692,18 +731,19 @@ fn validate(path: &Path, source: &str, file: &EvidenceFile, errors: &mut Vec<Spe
     }
 }
 
-/// Writes a model's evidence (or removes the file when it has no entry);
+/// Writes a model's evidence (or removes the file when it has no entry and no pass);
 /// true when the file changed.
 pub fn write(root: &Path, mut file: EvidenceFile) -> Result<bool, String> {
     let path = root
         .join("evidence")
         .join(format!("{}.yaml", file.model_type));
     file.entries.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    super::passed::sort(&mut file.passed);
     for entry in &mut file.entries {
         entry.error = stored_error(&entry.error);
     }
     let old = std::fs::read_to_string(&path).ok();
-    if file.entries.is_empty() {
+    if file.entries.is_empty() && file.passed.is_empty() {
         if old.is_some() {
             std::fs::remove_file(&path).map_err(|e| format!("error: {}: {e}", path.display()))?;
             return Ok(true);
@@ -973,7 +1013,7 @@ const WEBNN_CHROMIUM: &str = "the WebNN Chromium";
 
 /// The browsers a record's library names, as today's for a re-measurement
 /// compared with the entry it may keep.
-fn browsers_named_in(library: Option<&str>) -> BrowserVersions {
+pub(super) fn browsers_named_in(library: Option<&str>) -> BrowserVersions {
     let mut browsers = BrowserVersions::default();
     match library.and_then(browser_named) {
         Some(("Chromium", version)) => browsers.chromium = Some(version),
@@ -1176,7 +1216,7 @@ pub fn read(root: &Path, model_type: &str) -> Result<EvidenceFile, String> {
         }
         Err(_) => Ok(EvidenceFile {
             model_type: model_type.to_string(),
-            entries: Vec::new(),
+            ..EvidenceFile::default()
         }),
     }
 }

@@ -5,6 +5,7 @@
 pub mod cpu_classes;
 mod error;
 pub mod evidence;
+pub mod passed;
 pub mod resolve;
 mod types;
 
@@ -386,13 +387,16 @@ impl ModelLoader<'_> {
         let (file, source) = parse_file::<SpecFile>(&path, errors)?;
         let defaults = self.defaults?;
         let imported = file.imported.clone();
-        let entries = self
+        let (entries, passed) = self
             .evidence
             .remove(&file.model_type)
-            .map(|(_, file)| file.entries)
+            .map(|(_, file)| (file.entries, file.passed))
             .unwrap_or_default();
         let (spec, sources) = match resolve::resolve(file, defaults, entries) {
-            Ok(resolved) => resolved,
+            Ok((mut spec, sources)) => {
+                spec.passed = passed;
+                (spec, sources)
+            }
             Err(problems) => {
                 for (field, message, help) in problems {
                     // A curated field is on its own line; a missing one is reported at model_type.

@@ -165,6 +165,7 @@ pub fn resolve(
         tolerance,
         platforms: file.platforms,
         evidence,
+        passed: Vec::new(),
         precision_tolerances,
         web_quantization: file.web_quantization,
         components,

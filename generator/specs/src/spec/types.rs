@@ -507,6 +507,10 @@ pub struct ModelSpec {
     /// `model-specs/evidence/<model_type>.yaml`), sorted by platform, engine and check.
     #[serde(skip)]
     pub evidence: Vec<super::evidence::Entry>,
+    /// Each measured cell's passed checks from the same file, with the run that
+    /// measured them (super::passed).
+    #[serde(skip)]
+    pub passed: Vec<super::passed::PassedCell>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub web_quantization: Option<WebQuantization>,
     /// The components the model is checked as (empty: checked whole).
