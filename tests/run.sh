@@ -12,14 +12,17 @@
 #      (gen import --check); from the start of 2 until the tests run, the fixtures (ONNX, its
 #      precision variants, PyTorch references), cached by spec and exporter, built by one Python
 #      worker per core beside the checks and cargo's builds of every test binary the run uses,
-#      (NNCF's int8 and int4 IR only where checked: the high-priority models', the slice's)
-#   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells
-#      with both engines (ONNX Runtime, and libtorch through tch, linked from the
+#      for the run's quarter of the architectures and the high-priority models (below; NNCF's
+#      int8 and int4 IR only where checked: the quarter's, the store slice's)
+#   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells of the
+#      quarter with both engines (ONNX Runtime, and libtorch through tch, linked from the
 #      venv's torch); beside it and the steps after it, in lanes of their own, both
 #      openvino engines' cells (a test process each) and the qnn cells on Qualcomm's HTP
-#      emulator (a quarter of the text, vision and audio architectures a run, by the
-#      commit, and the high-priority ones), then the store's qnn slice
-#   5. webgpu's quantization checks of every model (wgpu's WGSL kernels on Mesa's
+#      emulator (the quarter's text, vision and audio architectures), then the store's qnn
+#      slice. The quarter is every fourth architecture by the commit count, with the
+#      high-priority models every run: four commits in a row measure every cpu, openvino,
+#      qnn and wgpu cell (HWMATRIX_ALL_CELLS=1: all of them in one run)
+#   5. webgpu's quantization checks of the quarter (wgpu's WGSL kernels on Mesa's
 #      lavapipe, five schemes each), the web cells of the high-priority models
 #      (webnn and webgpu in headless Chromium, webgpu in Firefox, and webgpu natively through ONNX
 #      Runtime's WebGPU plugin on SwiftShader), and the browser engine's failure test
@@ -121,6 +124,61 @@ join_background() {
   fi
 }
 
+# The commit count (a shallow clone has no count: its commit hash stands in), which picks the
+# slices of the steps below that cover a set over several runs.
+if [[ "$(git rev-parse --is-shallow-repository 2>/dev/null)" == false ]]; then
+  commit=$(git rev-list --count HEAD)
+else
+  commit=$(( 16#$(git rev-parse --short=8 HEAD 2>/dev/null || echo 0) ))
+fi
+
+# The seeds' 13 high-priority models' test modules, for the steps below that run only theirs
+# (the web cells) or always theirs: filters_of CELL prints `::<module>::CELL` for each.
+high_priority=() high_priority_models=()
+for spec in $(grep -l '^priority: high' -r model-specs/models | sort); do
+  # The model's test module is the folder gen wrote it to (gen's naming rule, not redone here).
+  model_type=$(sed -n 's/^model_type: *//p' "$spec")
+  module_rs=$(grep -l "^    model_type: \"$model_type\",\$" generated/src/*/*/mod.rs)
+  high_priority+=("$(basename "$(dirname "$module_rs")")")
+  high_priority_models+=(--model "$model_type")
+done
+filters_of() { local module; for module in "${high_priority[@]}"; do printf '::%s::%s\n' "$module" "$1"; done; }
+
+# The run's quarter: each run measures the cells of a quarter of the architectures (every
+# fourth test module, by the commit count) on cpu (both engines), openvino (both engines,
+# NNCF's formats included), qnn (its text, vision and audio architectures) and wgpu's
+# kernels, and the high-priority models' every run: four commits in a row measure every such
+# cell, and a cell that regresses fails the run that measures it (its test). A cell this run
+# does not reach shows in its report with the run that last measured it (the evidence
+# store's entries and `passed:` blocks, written by `gen import`). The fixtures exported are
+# the quarter's, the high-priority models' and those tests/partitions.sh reads (the text
+# encoders a to c); the store's slices export their own (gen import --verify). The whole
+# matrix in one run: HWMATRIX_ALL_CELLS=1 (every quarter), or `gen import --platform P`
+# per platform, which also writes the store (docs/measurements.md, "The full sweep").
+quarter=$((commit % 4))
+# quarter_modules: the cells' test paths; quarter_models: the fixtures exported (theirs and
+# partitions.sh's); outside_quarter: --skip for every other module.
+quarter_modules=() quarter_models=() outside_quarter=()
+n=0
+for module_dir in generated/src/*/*/; do
+  module_dir=${module_dir%/}
+  module=$(basename "$module_dir") category=$(basename "$(dirname "$module_dir")")
+  model_type=$(sed -n 's/^    model_type: "\(.*\)",$/\1/p' "$module_dir/mod.rs")
+  if [[ -n "${HWMATRIX_ALL_CELLS:-}" ]] || (( n % 4 == quarter )) || [[ " ${high_priority[*]} " == *" $module "* ]]; then
+    quarter_modules+=("$category::$module::")
+    quarter_models+=(--model "$model_type")
+  else
+    # libtest's --skip: a test path holding this is not run (the test paths gen writes
+    # start with category::module::).
+    outside_quarter+=(--skip "$category::$module::")
+    [[ "$category/$module" == text_encoders/[a-c]* ]] && quarter_models+=(--model "$model_type")
+  fi
+  n=$((n + 1))
+done
+# That test wants every model's fixture, which a quarter's run does not export; `gen fixtures`
+# fails the run on an export that fails unexpectedly, so four runs check every model's.
+[[ -n "${HWMATRIX_ALL_CELLS:-}" ]] || outside_quarter+=(--skip ledger::every_model_has_a_fixture_or_a_reason)
+
 # gen is built while the set-up downloads and unpacks (a cold set-up mostly
 # waits on the network and the disk): the set-up's exports first, then the build.
 source tests/setup.sh exports
@@ -147,11 +205,12 @@ gen="$CARGO_TARGET_DIR/debug/gen"
 # the checks and the builds of every test binary this run uses: neither needs
 # the other until the tests run, and much of a cold build leaves a core idle
 # (one crate's front end, the links), as do the single-threaded checks.
-# NNCF's weight formats are made later, for the models whose nncf checks this run
-# runs (the high-priority models; the store's re-verification makes its slice's):
-# all of them took 7.5 minutes of a cold run's two cores, for a few dozen checks.
-step "fixtures ($cache/fixtures), exported beside the checks and the builds below"
-in_background "the fixtures" "$gen" fixtures --no-nncf
+# Only the quarter's fixtures (and the high-priority models'): every fixture took 37 minutes
+# of a cold run's two cores. NNCF's weight formats are made later, in the openvino lane, for
+# the models whose nncf checks this run runs (the quarter's; the store's re-verification
+# makes its slice's).
+step "fixtures ($cache/fixtures) of quarter $quarter/4 and the high-priority models ($((${#quarter_models[@]} / 2)) models), exported beside the checks and the builds below"
+in_background "the fixtures" "$gen" fixtures --no-nncf "${quarter_models[@]}"
 # Every test binary the run uses, one cargo after the other (cargo builds one
 # at a time in a target folder anyway). Each feature set compiles the generated
 # crate once (its cells exist only with their platform's feature), so there are
@@ -213,26 +272,6 @@ step "each spec's category, architecture type and task against transformers' reg
 join_background "the test binaries' builds"
 join_background "the fixtures"
 
-# The commit count (a shallow clone has no count: its commit hash stands in), which picks the
-# slices of the steps below that cover a set over several runs.
-if [[ "$(git rev-parse --is-shallow-repository 2>/dev/null)" == false ]]; then
-  commit=$(git rev-list --count HEAD)
-else
-  commit=$(( 16#$(git rev-parse --short=8 HEAD 2>/dev/null || echo 0) ))
-fi
-
-# The seeds' 13 high-priority models' test modules, for the steps below that run only theirs
-# (NNCF's formats, the web cells): filters_of CELL prints `::<module>::CELL` for each.
-high_priority=() high_priority_models=()
-for spec in $(grep -l '^priority: high' -r model-specs/models | sort); do
-  # The model's test module is the folder gen wrote it to (gen's naming rule, not redone here).
-  model_type=$(sed -n 's/^model_type: *//p' "$spec")
-  module_rs=$(grep -l "^    model_type: \"$model_type\",\$" generated/src/*/*/mod.rs)
-  high_priority+=("$(basename "$(dirname "$module_rs")")")
-  high_priority_models+=(--model "$model_type")
-done
-filters_of() { local module; for module in "${high_priority[@]}"; do printf '::%s::%s\n' "$module" "$1"; done; }
-
 # One ONNX Runtime build per process: the openvino cells run in a test
 # process of their own, with OpenVINO's build (cpu cells are not selected).
 # One test thread: with two, OpenVINO sessions built side by side have
@@ -259,15 +298,13 @@ filters_of() { local module; for module in "${high_priority[@]}"; do printf '::%
 # a third idle in the last 10 minutes, after the engines' cells ended (vmstat).
 export HWMATRIX_BESIDE="other test processes of tests/run.sh (both openvino engines' cells, the qnn cells, the workspace's tests, the web cells, the evidence store's re-verification), on the same 2 cores"
 openvino_provider_cells() {
-  cargo test --locked -p generated --features qnn,openvino ::openvino::onnx:: -- --test-threads=1
+  cargo test --locked -p generated --features qnn,openvino ::openvino::onnx:: -- --test-threads=1 "${outside_quarter[@]}"
 }
 openvino_runtime_cells() {
-  # The high-priority models' NNCF formats (the export above left them out; their exports are
-  # cached). The store's openvino slice, which makes its own models', runs after this lane.
-  "$gen" fixtures "${high_priority_models[@]}"
-  cargo test --locked -p generated --features qnn,openvino -- --test-threads=1 ::openvino::ov:: ::cpu::onnx::matches_reference --skip ::openvino::ov::nncf_
-  mapfile -t nncf_filters < <(filters_of openvino::ov::nncf_)
-  cargo test --locked -p generated --features qnn,openvino -- --test-threads=1 "${nncf_filters[@]}"
+  # The quarter's NNCF formats (the export above left them out; their exports are cached).
+  # The store's openvino slice, which makes its own models', runs after this lane.
+  "$gen" fixtures "${quarter_models[@]}"
+  cargo test --locked -p generated --features qnn,openvino -- --test-threads=1 ::openvino::ov:: ::cpu::onnx::matches_reference "${outside_quarter[@]}"
 }
 step "the openvino cells: ONNX Runtime's OpenVINO provider and OpenVINO's runtime (the CPU device; provider verified from the session profile, runtime from the compiled model), beside the steps below"
 in_background "the openvino provider's cells" openvino_provider_cells
@@ -293,24 +330,21 @@ native="$((commit % 16))/16" web="$((commit % 32))/32"
 # no qnn evidence yet: docs/platforms.md), a quarter of them a run by the commit count
 # (four commits in a row run them all; the store's failures are re-verified by its slices),
 # and the high-priority ones among them every run; the store's qnn slice follows in their lane.
-qnn_quarter=$((commit % 4))
-qnn_filters=() n=0
-for module_dir in generated/src/{text_encoders,text_decoders,encoder_decoders,vision,audio}/*/; do
-  # category::module::qnn:: (the test path gen wrote; a module's folder is its name)
-  module=$(basename "$module_dir")
-  if (( n++ % 4 == qnn_quarter )) || [[ " ${high_priority[*]} " == *" $module "* ]]; then
-    qnn_filters+=("$(basename "$(dirname "$module_dir")")::$module::qnn::")
-  fi
+qnn_filters=()
+for module in "${quarter_modules[@]}"; do
+  case $module in
+    text_encoders::* | text_decoders::* | encoder_decoders::* | vision::* | audio::*) qnn_filters+=("${module}qnn::") ;;
+  esac
 done
 qnn_lane() {
   cargo test --locked -p generated --features qnn,openvino -- "${qnn_filters[@]}"
   "$gen" import --platform qnn --verify --slice "$native" --features qnn,openvino
 }
-step "the qnn cells of quarter $qnn_quarter/4 of the text, vision and audio architectures and of their high-priority models (Qualcomm's HTP emulator, provider verified from the session profile), then the store's qnn slice $native, beside the steps below"
+step "the qnn cells of quarter $quarter/4 of the text, vision and audio architectures and of their high-priority models (Qualcomm's HTP emulator, provider verified from the session profile), then the store's qnn slice $native, beside the steps below"
 in_background "the qnn cells and the store's qnn slice" qnn_lane
 
-step "cargo test --workspace (cpu cells run for real; target $CARGO_TARGET_DIR)"
-cargo test --locked --workspace --features generated/torch 2>&1 | tee -a "$log"
+step "cargo test --workspace (the cpu cells of quarter $quarter/4 and the high-priority models run for real; target $CARGO_TARGET_DIR)"
+cargo test --locked --workspace --features generated/torch -- "${outside_quarter[@]}" 2>&1 | tee -a "$log"
 
 # The web cells in a real headless Chromium (onnxruntime-web), for the seeds'
 # 13 high-priority models. WebGPU here is SwiftShader, Chromium's software
@@ -321,9 +355,9 @@ cargo test --locked --workspace --features generated/torch 2>&1 | tee -a "$log"
 # Quantization is measured on every model: wgpu's kernels take the fixture's
 # own weight matrices, so no browser is involved and the whole set takes a
 # minute or two on lavapipe.
-step "webgpu's quantization checks: each model's weights at 16, 8, 4, 2 bits and 4-bit mixed on wgpu's kernels"
+step "webgpu's quantization checks: the quarter's weights at 16, 8, 4, 2 bits and 4-bit mixed on wgpu's kernels"
 cargo test --locked -p runtime --features wgpu,browser --lib 2>&1 | tee -a "$log"
-cargo test --locked -p generated --features webgpu,webnn,firefox -- ::webgpu::wgpu:: 2>&1 | tee -a "$log"
+cargo test --locked -p generated --features webgpu,webnn,firefox -- ::webgpu::wgpu:: "${outside_quarter[@]}" 2>&1 | tee -a "$log"
 
 # What each architecture weighs at its default size (gen memory: the exporter's Python builds
 # it on PyTorch's meta device, one worker, cached per spec under $cache/memory), for the
