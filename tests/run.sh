@@ -151,9 +151,10 @@ filters_of() { local module; for module in "${high_priority[@]}"; do printf '::%
 # cell, and a cell that regresses fails the run that measures it (its test). A cell this run
 # does not reach shows in its report with the run that last measured it (the evidence
 # store's entries and `passed:` blocks, written by `gen import`). The fixtures exported are
-# the quarter's, the high-priority models' and those tests/partitions.sh reads (the text
-# encoders a to c); the store's slices export their own (gen import --verify). The whole
-# matrix in one run: HWMATRIX_ALL_CELLS=1 (every quarter), or `gen import --platform P`
+# the quarter's, the high-priority models', those tests/partitions.sh reads (the text
+# encoders a to c) and those the workspace's tests read; the store's slices export their own
+# (gen import --verify). The whole
+# matrix in one run: HWMATRIX_ALL_CELLS=1 (every quarter, and every model's web cells), or `gen import --platform P`
 # per platform, which also writes the store (docs/measurements.md, "The full sweep").
 quarter=$((commit % 4))
 # quarter_modules: the cells' test paths; quarter_models: the fixtures exported (theirs and
@@ -174,6 +175,11 @@ for module_dir in generated/src/*/*/; do
     [[ "$category/$module" == text_encoders/[a-c]* ]] && quarter_models+=(--model "$model_type")
   fi
   n=$((n + 1))
+done
+# The fixtures the workspace's own tests read (each names it in its failure: `gen fixtures
+# --model M`), exported whichever quarter this is.
+for model_type in $(grep -rhoE 'gen fixtures --model [a-z0-9_-]+' tests/tests | awk '{ print $4 }' | sort -u); do
+  quarter_models+=(--model "$model_type")
 done
 # That test wants every model's fixture, which a quarter's run does not export; `gen fixtures`
 # fails the run on an export that fails unexpectedly, so four runs check every model's.
@@ -209,7 +215,7 @@ gen="$CARGO_TARGET_DIR/debug/gen"
 # of a cold run's two cores. NNCF's weight formats are made later, in the openvino lane, for
 # the models whose nncf checks this run runs (the quarter's; the store's re-verification
 # makes its slice's).
-step "fixtures ($cache/fixtures) of quarter $quarter/4 and the high-priority models ($((${#quarter_models[@]} / 2)) models), exported beside the checks and the builds below"
+step "fixtures (${HWMATRIX_FIXTURES:-$cache/fixtures}) of quarter $quarter/4 and the high-priority models ($((${#quarter_models[@]} / 2)) models), exported beside the checks and the builds below"
 in_background "the fixtures" "$gen" fixtures --no-nncf "${quarter_models[@]}"
 # Every test binary the run uses, one cargo after the other (cargo builds one
 # at a time in a target folder anyway). Each feature set compiles the generated
@@ -366,12 +372,15 @@ in_background "the memory figures (gen memory --all)" "$gen" memory --all --jobs
 
 step "the web cells (webnn and webgpu, in Chromium, in Firefox and natively) of the high-priority models"
 mapfile -t web_filters < <(filters_of webnn::; filters_of webgpu::browser::; filters_of webgpu::firefox::)
+# The full sweep (HWMATRIX_ALL_CELLS=1) runs every model's web cells: hours on a software adapter.
+[[ -z "${HWMATRIX_ALL_CELLS:-}" ]] || web_filters=(::webnn:: ::webgpu::browser:: ::webgpu::firefox::)
 cargo test --locked -p generated --features webgpu,webnn,firefox -- "${web_filters[@]}" 2>&1 | tee -a "$log"
 # webgpu's native engine (ONNX Runtime's WebGPU plugin; SwiftShader where no
 # GPU is). Any number of test threads: the runtime lets one model's sessions
 # hold the plugin's context at a time (a context shared across models gave
 # results that depend on the models run before).
 mapfile -t native_filters < <(filters_of webgpu::native::)
+[[ -z "${HWMATRIX_ALL_CELLS:-}" ]] || native_filters=(::webgpu::native::)
 cargo test --locked -p generated --features webgpu,webnn,firefox -- "${native_filters[@]}" 2>&1 | tee -a "$log"
 
 step "the evidence store re-verified: slice $native (by the commit) on cpu (qnn's in its lane, openvino's last), $web on webgpu and webnn"

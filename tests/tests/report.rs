@@ -201,15 +201,27 @@ fn the_report_names_the_records_behind_each_mark(folders: &Folders) -> (Value, S
         serde_json::json!(["host-a", "host-b"]),
         "{cpu}"
     );
-    // A cell nobody ran is no evidence, never a pass.
+    // A cell these runs did not reach shows the store's word for it with the run that
+    // measured it (t5's cpu passes), never as a pass of these runs.
+    let t5 = cell(&report, "t5", "cpu", "onnxruntime");
     assert_eq!(
-        cell(&report, "t5", "cpu", "onnxruntime")["status"],
-        "no-evidence"
+        (&t5["source"], t5["records"].as_array().map(Vec::len)),
+        (&"earlier run".into(), Some(0)),
+        "{t5}"
     );
-    assert_eq!(
-        report["summary"]["counts"]["passed"], 0,
-        "only bert ran, and it failed"
+    assert!(
+        t5["evidence"]["run"]
+            .as_str()
+            .is_some_and(|run| run != "host-a" && run != "host-b"),
+        "{t5}"
     );
+    let passed_here = report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "passed" && c["source"] == "this run")
+        .count();
+    assert_eq!(passed_here, 0, "only bert ran, and it failed");
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
         markdown.contains("## Matrix: model × platform")
@@ -254,11 +266,14 @@ fn int8_is_the_formats_deviation_not_the_cells_status(report: &Value, markdown: 
     );
 }
 
-/// llama's generates check: its own column (passed on cpu), never the status of a cell with no float32 evidence.
+/// llama's generates check: its own column (passed on cpu), never the status of a cell with
+/// no float32 evidence in these runs (that shows the store's word, from the run that measured it).
 fn generation_is_its_own_column_not_the_cells_status(report: &Value, markdown: &str) {
+    let llama = cell(report, "llama", "cpu", "onnxruntime");
     assert_eq!(
-        cell(report, "llama", "cpu", "onnxruntime")["status"],
-        "no-evidence"
+        (&llama["source"], llama["records"].as_array().map(Vec::len)),
+        (&"earlier run".into(), Some(0)),
+        "{llama}"
     );
     let generation = &report["generation"];
     assert_eq!(generation["engines"][0]["platform"], "cpu", "{generation}");
@@ -371,12 +386,20 @@ fn verify_finds_a_runs_records_and_not_a_forged_one(folders: &Folders) {
         .as_array_mut()
         .unwrap()
         .iter_mut()
-        .filter(|c| c["status"] == "passed")
+        .filter(|c| c["status"] == "passed" && c["source"] == "this run")
     {
         c["records"][0]["record"] = Value::String("0123456789abcdef".into());
         forged = true;
     }
     assert!(forged, "no passed cell to forge a record in");
+    // A pass of an earlier run that names no run has nothing behind it either.
+    let earlier = passed["cells"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|c| c["source"] == "earlier run")
+        .expect("a cell this run did not reach, passed in an earlier one");
+    earlier["evidence"] = Value::Null;
     std::fs::write(out.join("forged.json"), passed.to_string()).unwrap();
     let run = run_gen(&[
         "results",
@@ -387,7 +410,10 @@ fn verify_finds_a_runs_records_and_not_a_forged_one(folders: &Folders) {
     ]);
     assert_eq!(run.code, 1, "a forged record passed verify: {}", run.stdout);
     assert!(
-        run.stderr.contains("record 0123456789abcdef is not in"),
+        run.stderr.contains("record 0123456789abcdef is not in")
+            && run
+                .stderr
+                .contains("passed in an earlier run that it does not name"),
         "{}",
         run.stderr
     );

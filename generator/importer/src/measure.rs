@@ -1231,11 +1231,12 @@ fn write_store(specs: &Specs, mut changes: Changes, mut passes: Passes) -> Resul
                 key.cpu_class = None;
             }
         }
-        evidence::merge(&mut file.entries, checks, &model.fixture_key());
+        let fixture_key = model.fixture_key();
+        evidence::merge(&mut file.entries, checks, &fixture_key);
         passed::merge(
             &mut file.passed,
             passes.remove(model_type).unwrap_or_default(),
-            &model.fixture_key(),
+            &fixture_key,
         );
         changed += usize::from(evidence::write(&specs.root, file)?);
     }

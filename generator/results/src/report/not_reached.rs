@@ -6,16 +6,25 @@
 //! because this run did not reach it, and never "off in this build" when the
 //! run measured other cells of its platform.
 
+use std::cell::OnceCell;
+
 use hwmatrix_cell::CHECKS;
 use hwmatrix_record::Basis;
 use hwmatrix_specs::plan::ModelPlan;
+use hwmatrix_specs::spec::evidence::TodaysFixtures;
 
 use super::{Cell, Status, StoredEvidence, required_checks, stored_evidence};
 
 /// Replaces a cell's status with the store's when the runs read did not
 /// reach it: no record, or only the ledger's of a build without its feature.
 /// `sliced_out`: the runs measured other cells of the cell's platform.
-pub(super) fn from_store(model_plan: &ModelPlan, cell: &mut Cell, sliced_out: bool) {
+/// `today`: the model's fixtures as this checkout has them, read on first use.
+pub(super) fn from_store(
+    model_plan: &ModelPlan,
+    cell: &mut Cell,
+    sliced_out: bool,
+    today: &OnceCell<TodaysFixtures>,
+) {
     let ledger_only = !cell.records.is_empty()
         && cell.basis.as_deref() == Some(Basis::NotTried.name())
         && cell.status == Status::Ignored;
@@ -52,10 +61,9 @@ pub(super) fn from_store(model_plan: &ModelPlan, cell: &mut Cell, sliced_out: bo
             && required.iter().all(|c| p.checks.contains_key(*c))
     });
     if let Some(passed) = passed.filter(|_| failure.is_none()) {
-        let today = hwmatrix_specs::spec::evidence::TodaysFixtures::of(
-            model_plan.model,
-            &hwmatrix_cell::paths::fixtures_dir(),
-        );
+        let today = today.get_or_init(|| {
+            TodaysFixtures::of(model_plan.model, &hwmatrix_cell::paths::fixtures_dir())
+        });
         let run = passed.provenance.run.clone().unwrap_or_default();
         cell.status = Status::Passed;
         cell.source = "earlier run";
@@ -78,7 +86,7 @@ pub(super) fn from_store(model_plan: &ModelPlan, cell: &mut Cell, sliced_out: bo
             run: passed.provenance.run.clone(),
             host: passed.provenance.host.clone(),
             attribution: None,
-            stale: passed.stale(&today),
+            stale: passed.stale(today),
             record: None,
         });
         // What the cell contradicts is judged on measurements, stored ones included.

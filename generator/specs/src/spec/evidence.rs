@@ -447,6 +447,19 @@ impl Entry {
         )
     }
 
+    /// Whether the entry still describes what `new`, a measurement of the same
+    /// check, read: judged by [`Entry::stale`] against `new`'s content, browser
+    /// and verdict code (the store's rule for keeping an entry, and a pass).
+    pub(super) fn fresh_against(&self, new: &Entry, fixture_key: &str) -> bool {
+        self.stale(&Today {
+            fixture_key,
+            content: new.provenance.content.iter().cloned().collect(),
+            browsers: &browsers_named_in(new.provenance.library.as_deref()),
+            runtime: new.provenance.runtime.clone(),
+        })
+        .is_none()
+    }
+
     /// Whether the entry holds on a machine of CPU class `class` (an entry
     /// for every class holds on all of them).
     pub fn holds_on(&self, class: &str) -> bool {
@@ -800,15 +813,7 @@ pub fn merge(
 fn replace(entries: &mut Vec<Entry>, at: Option<usize>, new: Option<Entry>, fixture_key: &str) {
     match (at, new) {
         (Some(i), Some(new))
-            if entries[i].same_outcome(&new)
-                && entries[i]
-                    .stale(&Today {
-                        fixture_key,
-                        content: new.provenance.content.iter().cloned().collect(),
-                        browsers: &browsers_named_in(new.provenance.library.as_deref()),
-                        runtime: new.provenance.runtime.clone(),
-                    })
-                    .is_none() =>
+            if entries[i].same_outcome(&new) && entries[i].fresh_against(&new, fixture_key) =>
         {
             if entries[i].provenance.content.is_none() && new.provenance.content.is_some() {
                 // Measured on this build before records carried content: now it does.
@@ -1013,7 +1018,7 @@ const WEBNN_CHROMIUM: &str = "the WebNN Chromium";
 
 /// The browsers a record's library names, as today's for a re-measurement
 /// compared with the entry it may keep.
-pub(super) fn browsers_named_in(library: Option<&str>) -> BrowserVersions {
+fn browsers_named_in(library: Option<&str>) -> BrowserVersions {
     let mut browsers = BrowserVersions::default();
     match library.and_then(browser_named) {
         Some(("Chromium", version)) => browsers.chromium = Some(version),

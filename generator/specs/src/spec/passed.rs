@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use hwmatrix_cell::{EngineKind, Platform};
 use serde::{Deserialize, Serialize};
 
-use super::evidence::{Entry, EntryOutcome, Provenance, Today, browsers_named_in};
+use super::evidence::{Entry, EntryOutcome, Provenance};
 
 /// One cell's passed checks, as one run measured them.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -92,6 +92,13 @@ impl PassedCell {
             error: String::new(),
             provenance: Provenance {
                 content: self.content(check),
+                // The block's fixture key is the model fixture's; `generates` reads the
+                // generation fixture, whose key is another: only its content compares.
+                fixture_key: self
+                    .provenance
+                    .fixture_key
+                    .clone()
+                    .filter(|_| check != hwmatrix_cell::GENERATES),
                 ..self.provenance.clone()
             },
         }
@@ -100,6 +107,7 @@ impl PassedCell {
     /// Why the cell's passes no longer describe today's checkout, naming the
     /// first check whose content, engine or verdict code changed since.
     pub fn stale(&self, today: &super::evidence::TodaysFixtures) -> Option<String> {
+        // Judged per check by the entries' rule: each check read its own parts.
         self.checks.keys().find_map(|check| {
             let entry = self.as_entry(check);
             entry
@@ -114,15 +122,8 @@ impl PassedCell {
     pub fn same_measurement(&self, new: &PassedCell, fixture_key: &str) -> bool {
         self.checks.keys().eq(new.checks.keys())
             && self.checks.keys().all(|check| {
-                let entry = self.as_entry(check);
-                let browsers = browsers_named_in(new.provenance.library.as_deref());
-                let today = Today {
-                    fixture_key,
-                    content: new.content(check).into_iter().collect(),
-                    browsers: &browsers,
-                    runtime: new.provenance.runtime.clone(),
-                };
-                entry.stale(&today).is_none()
+                self.as_entry(check)
+                    .fresh_against(&new.as_entry(check), fixture_key)
             })
             && self.provenance.library == new.provenance.library
             && self.provenance.cpu == new.provenance.cpu
