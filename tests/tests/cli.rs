@@ -204,6 +204,42 @@ fn model_type_with_a_dash_renders_a_module_with_underscores() {
 
     let list = run_gen(&["list", "--specs", ws.specs.to_str().unwrap()]);
     assert!(list.stdout.contains("bert-dash"), "{}", list.stdout);
+    // The test paths a script filters on (tests/run.sh) are the folders gen wrote.
+    let specs = ws.specs.to_str().unwrap();
+    let paths = run_gen(&["list", "--test-paths", "--specs", specs]);
+    assert!(
+        paths
+            .stdout
+            .contains("bert-dash\ttext_encoders::bert_dash::\n"),
+        "{}",
+        paths.stdout
+    );
+    for line in paths.stdout.lines() {
+        let (_, path) = line.split_once('\t').expect("model_type, a tab, its path");
+        let folder = path.trim_end_matches("::").replace("::", "/");
+        assert!(
+            out.join("src").join(&folder).join("mod.rs").is_file(),
+            "{line}: gen wrote no src/{folder}/mod.rs"
+        );
+    }
+    // Slices of 4 split the models: each is in exactly one.
+    let mut sliced: Vec<String> = (0..4)
+        .flat_map(|k| {
+            let slice = format!("{k}/4");
+            run_gen(&["list", "--test-paths", "--slice", &slice, "--specs", specs])
+                .stdout
+                .lines()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    sliced.sort();
+    let mut every: Vec<String> = paths.stdout.lines().map(str::to_string).collect();
+    every.sort();
+    assert_eq!(
+        sliced, every,
+        "the slices of 4 together are every model, once"
+    );
     let one = run_gen(&[
         "--model",
         "bert-dash",

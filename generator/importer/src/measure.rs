@@ -31,6 +31,7 @@ use hwmatrix_cell::{
 use hwmatrix_record::Record;
 
 use hwmatrix_specs::plan::{self, CellPlan, Plan, Selection};
+use hwmatrix_specs::slice;
 use hwmatrix_specs::spec::evidence::{self, Entry, EntryKey, EntryOutcome, Provenance};
 use hwmatrix_specs::spec::passed::{self, PassedCell};
 use hwmatrix_specs::spec::{LoadedModel, Specs};
@@ -241,31 +242,6 @@ pub struct Options<'a> {
     /// OpenVINO-runtime cells run, the formats their nncf checks read are made for the
     /// models selected where missing (`gen fixtures --no-nncf` leaves them out).
     pub nncf_python: Option<&'a Path>,
-}
-
-/// `K/N` with K < N.
-pub fn parse_slice(text: &str) -> Result<(u32, u32), String> {
-    let (k, n) = text
-        .split_once('/')
-        .ok_or("write the slice as K/N, e.g. 3/8")?;
-    let (k, n): (u32, u32) = (
-        k.trim().parse().map_err(|e| format!("K: {e}"))?,
-        n.trim().parse().map_err(|e| format!("N: {e}"))?,
-    );
-    if n == 0 || k >= n {
-        return Err(format!("slice {k}/{n}: K counts from 0 and stays below N"));
-    }
-    Ok((k, n))
-}
-
-/// The slice a cell falls in, of `n`: by a stable hash (FNV-1a) of its name,
-/// so every checkout and run puts it in the same one.
-pub fn slice_of(model_type: &str, platform: Platform, engine: EngineKind, n: u32) -> u32 {
-    let name = format!("{model_type}/{platform}/{}", engine.name());
-    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    (hash % u64::from(n)) as u32
 }
 
 /// What a verifying run found: an entry its records disagree with, by
@@ -613,16 +589,7 @@ fn reexport<'a>(
         .models
         .iter()
         .filter(|m| models.is_empty() || models.contains(&m.spec.model_type))
-        .filter(|m| {
-            options.slice.is_none_or(|(k, n)| {
-                slice_of(
-                    &m.spec.model_type,
-                    Platform::Cpu,
-                    EngineKind::Onnxruntime,
-                    n,
-                ) == k
-            })
-        })
+        .filter(|m| slice::in_slice(&m.spec.model_type, options.slice))
         .filter(|m| {
             m.spec.pipeline_entry(evidence::EXPORT).is_some_and(|e| {
                 e.stage == Some(Stage::Export)
@@ -692,11 +659,7 @@ fn reexport<'a>(
 /// The cells to measure: those that run, and those the evidence store keeps
 /// from running; verifying, only those with an entry, in the slice asked for.
 fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selected<'a> {
-    let in_slice = |model_type: &str, kind: EngineKind| {
-        options
-            .slice
-            .is_none_or(|(k, n)| slice_of(model_type, platform, kind, n) == k)
-    };
+    let in_slice = |model_type: &str| slice::in_slice(model_type, options.slice);
     let mut cells = Vec::new();
     let mut at_limit = 0;
     for model in &plan.models {
@@ -717,7 +680,7 @@ fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selecte
             if options.verify
                 && !entries.is_empty()
                 && entries.iter().all(|e| at_our_limit(e))
-                && in_slice(&model.model.spec.model_type, kind)
+                && in_slice(&model.model.spec.model_type)
             {
                 at_limit += 1;
                 continue;
@@ -732,7 +695,7 @@ fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selecte
                 .is_some_and(|g| matches!(g, Planned::Run) || from_store(g));
             let stored = !entries.is_empty();
             if (runnable || generates)
-                && in_slice(&model.model.spec.model_type, kind)
+                && in_slice(&model.model.spec.model_type)
                 && (stored || !options.verify)
             {
                 cells.push((model.model, kind));
@@ -751,7 +714,7 @@ fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selecte
                         .any(|c| matches!(c.planned, Planned::Run) || from_store(&c.planned))
                 })
         })
-        .filter(|m| in_slice(&m.model.spec.model_type, EngineKind::Wgpu))
+        .filter(|m| in_slice(&m.model.spec.model_type))
         .filter(|m| {
             let mut entries = m
                 .model
@@ -1746,24 +1709,6 @@ mod tests {
         );
         assert!(!stale.measured());
         assert!(record(Platform::Webnn, Outcome::Failed, None, "browser").measured());
-    }
-
-    #[test]
-    fn slices_split_the_cells_and_cover_them_all() {
-        assert_eq!(parse_slice("3/8"), Ok((3, 8)));
-        assert!(parse_slice("8/8").is_err() && parse_slice("1").is_err());
-        let names = [
-            "bert", "llama", "vit", "whisper", "t5", "clip", "sam", "gpt2", "roberta", "deit",
-        ];
-        let slices: std::collections::BTreeSet<u32> = names
-            .iter()
-            .map(|m| slice_of(m, Platform::Qnn, EngineKind::Onnxruntime, 4))
-            .collect();
-        assert!(slices.len() > 1, "names spread over the slices: {slices:?}");
-        assert_eq!(
-            slice_of("bert", Platform::Qnn, EngineKind::Onnxruntime, 4),
-            slice_of("bert", Platform::Qnn, EngineKind::Onnxruntime, 4)
-        );
     }
 
     #[test]

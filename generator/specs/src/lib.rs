@@ -8,5 +8,6 @@ pub mod files;
 pub mod fixture_key;
 pub mod module_name;
 pub mod plan;
+pub mod slice;
 pub mod spec;
 pub mod text;

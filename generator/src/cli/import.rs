@@ -67,9 +67,11 @@ pub struct Args {
     /// (into a scratch folder) and compared too
     #[arg(long)]
     verify: bool,
-    /// With --verify: only the cells of slice K of N (`3/8`: each cell falls in one
-    /// slice by its name, so N runs with K = 0..N-1 cover the whole store)
-    #[arg(long, value_name = "K/N", value_parser = measure::parse_slice)]
+    /// With --verify: only the cells of the models in slice K of N (`3/8`: each model
+    /// falls in one slice by its model_type, so N runs with K = 0..N-1 cover the whole
+    /// store; slice K of N is inside slice K mod M of M where M divides N, as
+    /// `gen list --slice` prints them)
+    #[arg(long, value_name = "K/N", value_parser = hwmatrix_specs::slice::parse_slice)]
     slice: Option<(u32, u32)>,
     /// With --platform: only the cells holding an entry that is stale here (measured
     /// on other fixture content, engine or browser release, or verdict code than

@@ -1,12 +1,41 @@
-//! `gen list`: models, categories and platforms, with planned cell status counts.
+//! `gen list`: models, categories and platforms, with planned cell status counts;
+//! or, for scripts, each model's test module path (`--test-paths`).
 
 use std::io::Write;
 
+use hwmatrix_specs::module_name::module_name;
+use hwmatrix_specs::slice;
+
 use super::Context;
 
-pub fn run(cx: &Context, out: &mut dyn Write) -> Result<i32, String> {
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Only the models in slice K of N (`3/8`): each model falls in one slice by its
+    /// model_type, and slice K of N is inside slice K mod M of M where M divides N
+    /// (`gen import --verify --slice` cuts the same way). tests/run.sh measures one
+    /// slice's cells a run
+    #[arg(long, value_name = "K/N", value_parser = slice::parse_slice)]
+    pub slice: Option<(u32, u32)>,
+    /// Print one line per model, its model_type and its test module's path in the
+    /// generated crate (`category::module::`, tab-separated), instead of the table:
+    /// what a script passes to `cargo test` as a filter or a --skip
+    #[arg(long)]
+    pub test_paths: bool,
+}
+
+pub fn run(cx: &Context, args: &Args, out: &mut dyn Write) -> Result<i32, String> {
     let specs = cx.specs()?;
-    let plan = cx.plan(&specs)?;
-    let _ = write!(out, "{}", hwmatrix_codegen::list::render(&plan));
+    let mut plan = cx.plan(&specs)?;
+    plan.models
+        .retain(|m| slice::in_slice(&m.model.spec.model_type, args.slice));
+    if args.test_paths {
+        for m in &plan.models {
+            let spec = &m.model.spec;
+            let module = module_name(&spec.model_type)?;
+            let _ = writeln!(out, "{}\t{}::{module}::", spec.model_type, spec.category);
+        }
+    } else {
+        let _ = write!(out, "{}", hwmatrix_codegen::list::render(&plan));
+    }
     Ok(0)
 }

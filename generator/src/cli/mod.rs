@@ -81,8 +81,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// List models, categories and platforms, with cell status counts
-    List,
+    /// List models, categories and platforms, with cell status counts (or, with --test-paths, each model's test module)
+    List(list::Args),
     /// Build fixtures (ONNX model + reference inputs/outputs) with the Python exporter; cached
     Fixtures(fixtures::Args),
     /// Write one spec per architecture of transformers' base-model registry (see --help)
@@ -236,7 +236,7 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
     };
     match &cli.command {
         None => generate::run(&cx, &cli.generate, out),
-        Some(Command::List) => list::run(&cx, out),
+        Some(Command::List(args)) => list::run(&cx, args, out),
         Some(Command::Fixtures(args)) => fixtures::run(&cx, args, out, err),
         Some(Command::Import(args)) => import::run(&cx, args, out, err),
         Some(Command::Doctor) => doctor::run(&cx, out),
