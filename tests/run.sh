@@ -12,18 +12,19 @@
 #      (gen import --check); from the start of 2 until the tests run, the fixtures (ONNX, its
 #      precision variants, PyTorch references), cached by spec and exporter, built by one Python
 #      worker per core beside the checks and cargo's builds of every test binary the run uses,
-#      for the run's quarter of the architectures and the high-priority models (below; NNCF's
-#      int8 and int4 IR only where checked: the quarter's, the store slice's)
+#      for the run's eighth of the architectures and the high-priority models (below; NNCF's
+#      int8 and int4 IR only where checked: the eighth's)
 #   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells of the
-#      quarter with both engines (ONNX Runtime, and libtorch through tch, linked from the
+#      eighth with both engines (ONNX Runtime, and libtorch through tch, linked from the
 #      venv's torch); beside it and the steps after it, in lanes of their own, both
 #      openvino engines' cells (a test process each) and the qnn cells on Qualcomm's HTP
-#      emulator (the quarter's text, vision and audio architectures), then the store's qnn
-#      slice. The quarter is every fourth architecture by the commit count, with the
-#      high-priority models every run: four commits in a row measure every cpu, openvino,
-#      qnn and wgpu cell (HWMATRIX_ALL_CELLS=1: all of them in one run)
-#   5. webgpu's quantization checks of the quarter (wgpu's WGSL kernels on Mesa's
-#      lavapipe, five schemes each), the web cells of the high-priority models
+#      emulator (the eighth's text, vision and audio architectures), then the store's qnn
+#      slice. The eighth is slice K of 8 of the architectures (gen list --slice), K the
+#      commit count modulo 8, with the high-priority models every run: eight commits in a
+#      row measure every cpu, openvino, qnn and wgpu cell (HWMATRIX_ALL_CELLS=1: all of
+#      them in one run)
+#   5. webgpu's quantization checks of the eighth (wgpu's WGSL kernels on Mesa's
+#      lavapipe, five schemes each), the web cells of a quarter of the high-priority models
 #      (webnn and webgpu in headless Chromium, webgpu in Firefox, and webgpu natively through ONNX
 #      Runtime's WebGPU plugin on SwiftShader), and the browser engine's failure test
 #      a slice of the evidence store re-verified: its stored cells re-measured and compared
@@ -132,59 +133,6 @@ else
   commit=$(( 16#$(git rev-parse --short=8 HEAD 2>/dev/null || echo 0) ))
 fi
 
-# The seeds' 13 high-priority models' test modules, for the steps below that run only theirs
-# (the web cells) or always theirs: filters_of CELL prints `::<module>::CELL` for each.
-high_priority=() high_priority_models=()
-for spec in $(grep -l '^priority: high' -r model-specs/models | sort); do
-  # The model's test module is the folder gen wrote it to (gen's naming rule, not redone here).
-  model_type=$(sed -n 's/^model_type: *//p' "$spec")
-  module_rs=$(grep -l "^    model_type: \"$model_type\",\$" generated/src/*/*/mod.rs)
-  high_priority+=("$(basename "$(dirname "$module_rs")")")
-  high_priority_models+=(--model "$model_type")
-done
-filters_of() { local module; for module in "${high_priority[@]}"; do printf '::%s::%s\n' "$module" "$1"; done; }
-
-# The run's quarter: each run measures the cells of a quarter of the architectures (every
-# fourth test module, by the commit count) on cpu (both engines), openvino (both engines,
-# NNCF's formats included), qnn (its text, vision and audio architectures) and wgpu's
-# kernels, and the high-priority models' every run: four commits in a row measure every such
-# cell, and a cell that regresses fails the run that measures it (its test). A cell this run
-# does not reach shows in its report with the run that last measured it (the evidence
-# store's entries and `passed:` blocks, written by `gen import`). The fixtures exported are
-# the quarter's, the high-priority models', those tests/partitions.sh reads (the text
-# encoders a to c) and those the workspace's tests read; the store's slices export their own
-# (gen import --verify). The whole
-# matrix in one run: HWMATRIX_ALL_CELLS=1 (every quarter, and every model's web cells), or `gen import --platform P`
-# per platform, which also writes the store (docs/measurements.md, "The full sweep").
-quarter=$((commit % 4))
-# quarter_modules: the cells' test paths; quarter_models: the fixtures exported (theirs and
-# partitions.sh's); outside_quarter: --skip for every other module.
-quarter_modules=() quarter_models=() outside_quarter=()
-n=0
-for module_dir in generated/src/*/*/; do
-  module_dir=${module_dir%/}
-  module=$(basename "$module_dir") category=$(basename "$(dirname "$module_dir")")
-  model_type=$(sed -n 's/^    model_type: "\(.*\)",$/\1/p' "$module_dir/mod.rs")
-  if [[ -n "${HWMATRIX_ALL_CELLS:-}" ]] || (( n % 4 == quarter )) || [[ " ${high_priority[*]} " == *" $module "* ]]; then
-    quarter_modules+=("$category::$module::")
-    quarter_models+=(--model "$model_type")
-  else
-    # libtest's --skip: a test path holding this is not run (the test paths gen writes
-    # start with category::module::).
-    outside_quarter+=(--skip "$category::$module::")
-    [[ "$category/$module" == text_encoders/[a-c]* ]] && quarter_models+=(--model "$model_type")
-  fi
-  n=$((n + 1))
-done
-# The fixtures the workspace's own tests read (each names it in its failure: `gen fixtures
-# --model M`), exported whichever quarter this is.
-for model_type in $(grep -rhoE 'gen fixtures --model [a-z0-9_-]+' tests/tests | awk '{ print $4 }' | sort -u); do
-  quarter_models+=(--model "$model_type")
-done
-# That test wants every model's fixture, which a quarter's run does not export; `gen fixtures`
-# fails the run on an export that fails unexpectedly, so four runs check every model's.
-[[ -n "${HWMATRIX_ALL_CELLS:-}" ]] || outside_quarter+=(--skip ledger::every_model_has_a_fixture_or_a_reason)
-
 # gen is built while the set-up downloads and unpacks (a cold set-up mostly
 # waits on the network and the disk): the set-up's exports first, then the build.
 source tests/setup.sh exports
@@ -193,7 +141,9 @@ source tests/setup.sh exports
 # generated crate's feature sets, beside the fixture export on the same two cores). A later
 # run, whose target folder exists, builds incrementally (once from scratch: the setting is
 # part of cargo's fingerprint of the workspace's crates).
-[[ -d "$CARGO_TARGET_DIR/debug" ]] || export CARGO_INCREMENTAL=0
+# CI (CI=true) never builds incrementally: its clone's target folder, kept between its runs
+# on one machine, is then built the same way each time, not once more from scratch.
+[[ -d "$CARGO_TARGET_DIR/debug" && "${CI:-}" != true ]] || export CARGO_INCREMENTAL=0
 in_background "gen's build" cargo build --locked -p generator --bin gen
 # The set-up's first part: the exporter's venv (PyTorch, transformers, ONNX Runtime), which the
 # fixtures and the builds below need, with the plugins in it (exports the venv). The rest of
@@ -207,16 +157,70 @@ join_background "gen's build"
 # hold cargo's lock on the target folder, and `cargo run` would wait for them.
 gen="$CARGO_TARGET_DIR/debug/gen"
 
+# The run's slice: each run measures the cells of an eighth of the architectures (slice K of
+# 8, K the commit count modulo 8: `gen list --slice` cuts by each model's model_type) on cpu
+# (both engines), openvino (both engines, NNCF's formats included), qnn (its text, vision and
+# audio architectures) and wgpu's kernels, and the high-priority models' every run: eight
+# commits in a row measure every such cell, and a cell that regresses fails the run that
+# measures it (its test). The store's slices below (16 and 32 commits) fall inside this one,
+# so they read fixtures it exported. A cell this run does not reach shows in its report with
+# the run that last measured it (the evidence store's entries and `passed:` blocks, written
+# by `gen import`). The fixtures exported are the slice's, the high-priority models', those
+# tests/partitions.sh reads (the text encoders a to c) and those the workspace's tests read.
+# The whole matrix in one run: HWMATRIX_ALL_CELLS=1 (every slice, and every model's web
+# cells), or `gen import --platform P` per platform, which also writes the store
+# (docs/measurements.md, "The full sweep").
+cells="$((commit % 8))/8"
+# The seeds' 13 high-priority models (their test modules: web_modules below).
+high_priority_models=()
+for spec in $(grep -l '^priority: high' -r model-specs/models | sort); do
+  high_priority_models+=(--model "$(sed -n 's/^model_type: *//p' "$spec")")
+done
+declare -A in_cells
+while IFS=$'\t' read -r model_type _; do in_cells[$model_type]=1; done < <("$gen" list --test-paths --slice "$cells")
+# run_modules: the cells' test paths (category::module::); run_models: the fixtures exported
+# (theirs and partitions.sh's); outside_run: --skip for every other module; web_modules: the
+# high-priority models whose web cells this run runs (a quarter of them, by the commit count:
+# their browser cells took 8 minutes a run for all 13).
+run_modules=() run_models=() outside_run=() web_modules=()
+n=0
+while IFS=$'\t' read -r model_type path; do
+  high=; [[ " ${high_priority_models[*]} " == *" $model_type "* ]] && high=1
+  if [[ -n "${HWMATRIX_ALL_CELLS:-}${in_cells[$model_type]:-}$high" ]]; then
+    run_modules+=("$path")
+    run_models+=(--model "$model_type")
+  else
+    # libtest's --skip: a test path holding this is not run (the test paths gen writes
+    # start with category::module::).
+    outside_run+=(--skip "$path")
+    [[ "$path" == text_encoders::[a-c]* ]] && run_models+=(--model "$model_type")
+  fi
+  if [[ -n $high ]]; then
+    (( n % 4 == commit % 4 )) && web_modules+=("$path")
+    n=$((n + 1))
+  fi
+done < <("$gen" list --test-paths)
+# filters_of CELL: `<category>::<module>::CELL` for each module of web_modules.
+filters_of() { local module; for module in "${web_modules[@]}"; do printf '%s%s\n' "$module" "$1"; done; }
+# The fixtures the workspace's own tests read (each names it in its failure: `gen fixtures
+# --model M`), exported whichever slice this is.
+for model_type in $(grep -rhoE 'gen fixtures --model [a-z0-9_-]+' tests/tests | awk '{ print $4 }' | sort -u); do
+  run_models+=(--model "$model_type")
+done
+# That test wants every model's fixture, which a slice's run does not export; `gen fixtures`
+# fails the run on an export that fails unexpectedly, so eight runs check every model's.
+[[ -n "${HWMATRIX_ALL_CELLS:-}" ]] || outside_run+=(--skip ledger::every_model_has_a_fixture_or_a_reason)
+
+
 # The fixtures (Python: one worker per core) are exported from now on, beside
 # the checks and the builds of every test binary this run uses: neither needs
 # the other until the tests run, and much of a cold build leaves a core idle
 # (one crate's front end, the links), as do the single-threaded checks.
-# Only the quarter's fixtures (and the high-priority models'): every fixture took 37 minutes
+# Only the slice's fixtures (and the high-priority models'): every fixture took 37 minutes
 # of a cold run's two cores. NNCF's weight formats are made later, in the openvino lane, for
-# the models whose nncf checks this run runs (the quarter's; the store's re-verification
-# makes its slice's).
-step "fixtures (${HWMATRIX_FIXTURES:-$cache/fixtures}) of quarter $quarter/4 and the high-priority models ($((${#quarter_models[@]} / 2)) models), exported beside the checks and the builds below"
-in_background "the fixtures" "$gen" fixtures --no-nncf "${quarter_models[@]}"
+# the models whose nncf checks this run runs (the slice's, which holds the store's slice).
+step "fixtures (${HWMATRIX_FIXTURES:-$cache/fixtures}) of slice $cells and the high-priority models ($((${#run_models[@]} / 2)) models), exported beside the checks and the builds below"
+in_background "the fixtures" "$gen" fixtures --no-nncf "${run_models[@]}"
 # Every test binary the run uses, one cargo after the other (cargo builds one
 # at a time in a target folder anyway). Each feature set compiles the generated
 # crate once (its cells exist only with their platform's feature), so there are
@@ -225,14 +229,15 @@ in_background "the fixtures" "$gen" fixtures --no-nncf "${quarter_models[@]}"
 # per platform: the ONNX Runtime library is picked per provider; without torch,
 # whose libraries every qnn check's own process would load: 842 s for the qnn
 # cells instead of 625), the web cells' (browser and native), wgpu's kernels',
-# the browser and report tests', and gen bench's release build.
+# and the browser and report tests'. Clippy and gen bench's release build come later,
+# beside the web cells (below), in folders of their own: cargo locks target/debug while it
+# builds, and the tests would wait for them.
 build_test_binaries() {
   cargo test --locked --workspace --features generated/torch --no-run
   cargo test --locked -p generated --features qnn,openvino --no-run
   cargo test --locked -p runtime --features wgpu,browser --lib --no-run
   cargo test --locked -p generated --features webgpu,webnn,firefox --no-run
   cargo test --locked -p hwmatrix-tests --features web --test browser --test report --no-run
-  cargo build --locked --release -p hwmatrix-bench
 }
 in_background "the test binaries' builds" build_test_binaries
 
@@ -254,16 +259,11 @@ fi
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
 "$gen" doctor --platform cpu --platform openvino --platform qnn --platform webgpu --platform webnn
 
-step "generated/ and the CI workflow are up to date with model-specs/, and actionlint passes the workflow; rustfmt's style, clippy"
+step "generated/ and the CI workflow are up to date with model-specs/, and actionlint passes the workflow; rustfmt's style"
 "$gen" --all --check
 # Every hand-written crate in rustfmt's default style; generated/ is prettyplease's output,
 # its modules marked rustfmt::skip (gen --check guards it).
 cargo fmt --all --check
-# clippy with its warnings denied: every crate's library (generated's cells included), the
-# hand-written crates' tests and binaries, and the runtime with every engine feature.
-cargo clippy --locked --workspace -- -D warnings
-cargo clippy --locked --workspace --exclude generated --all-targets -- -D warnings
-cargo clippy --locked -p runtime --all-features --all-targets -- -D warnings
 "$gen" ci --check
 # As GitHub would read it: contexts each key may use, action runtimes, runner labels
 # (the self-hosted ones from .github/actionlint.yaml, which gen ci writes too).
@@ -304,13 +304,13 @@ join_background "the fixtures"
 # a third idle in the last 10 minutes, after the engines' cells ended (vmstat).
 export HWMATRIX_BESIDE="other test processes of tests/run.sh (both openvino engines' cells, the qnn cells, the workspace's tests, the web cells, the evidence store's re-verification), on the same 2 cores"
 openvino_provider_cells() {
-  cargo test --locked -p generated --features qnn,openvino ::openvino::onnx:: -- --test-threads=1 "${outside_quarter[@]}"
+  cargo test --locked -p generated --features qnn,openvino ::openvino::onnx:: -- --test-threads=1 "${outside_run[@]}"
 }
 openvino_runtime_cells() {
-  # The quarter's NNCF formats (the export above left them out; their exports are cached).
-  # The store's openvino slice, which makes its own models', runs after this lane.
-  "$gen" fixtures "${quarter_models[@]}"
-  cargo test --locked -p generated --features qnn,openvino -- --test-threads=1 ::openvino::ov:: ::cpu::onnx::matches_reference "${outside_quarter[@]}"
+  # The slice's NNCF formats (the export above left them out; their exports are cached),
+  # which the store's openvino slice after this lane reads too.
+  "$gen" fixtures "${run_models[@]}"
+  cargo test --locked -p generated --features qnn,openvino -- --test-threads=1 ::openvino::ov:: ::cpu::onnx::matches_reference "${outside_run[@]}"
 }
 step "the openvino cells: ONNX Runtime's OpenVINO provider and OpenVINO's runtime (the CPU device; provider verified from the session profile, runtime from the compiled model), beside the steps below"
 in_background "the openvino provider's cells" openvino_provider_cells
@@ -320,7 +320,8 @@ in_background "OpenVINO's runtime cells" openvino_runtime_cells
 # the slice re-measured with their ignored checks, each check's outcome compared with its
 # entry (passed, failed and who failed); a disagreement fails the run and names the entry
 # (accepting it is `gen import --platform P`, a reviewed diff). The slice follows the
-# commit count (a shallow clone has no count: its commit hash picks the slice): sixteen
+# commit count (a shallow clone has no count: its commit hash picks the slice) and lies
+# inside the run's eighth (`gen list --slice`), whose fixtures it reads: sixteen
 # commits in a row cover every stored cell of cpu, openvino and qnn (a slice of eight took
 # 20 minutes of a run: most stored qnn cells fail slowly, compiling for the emulator),
 # thirty-two those of the browser's webgpu and webnn, whose cells take longest
@@ -333,11 +334,11 @@ native="$((commit % 16))/16" web="$((commit % 32))/32"
 # process of its own (the emulator has crashed its process), one at a time: 905
 # checks took 11 minutes of the run. The text, vision and audio architectures, the
 # categories `gen import --platform qnn` has measured (the other categories' cells have
-# no qnn evidence yet: docs/platforms.md), a quarter of them a run by the commit count
-# (four commits in a row run them all; the store's failures are re-verified by its slices),
+# no qnn evidence yet: docs/platforms.md), the run's eighth of them (eight commits in a
+# row run them all; the store's failures are re-verified by its slices),
 # and the high-priority ones among them every run; the store's qnn slice follows in their lane.
 qnn_filters=()
-for module in "${quarter_modules[@]}"; do
+for module in "${run_modules[@]}"; do
   case $module in
     text_encoders::* | text_decoders::* | encoder_decoders::* | vision::* | audio::*) qnn_filters+=("${module}qnn::") ;;
   esac
@@ -346,11 +347,11 @@ qnn_lane() {
   cargo test --locked -p generated --features qnn,openvino -- "${qnn_filters[@]}"
   "$gen" import --platform qnn --verify --slice "$native" --features qnn,openvino
 }
-step "the qnn cells of quarter $quarter/4 of the text, vision and audio architectures and of their high-priority models (Qualcomm's HTP emulator, provider verified from the session profile), then the store's qnn slice $native, beside the steps below"
+step "the qnn cells of slice $cells of the text, vision and audio architectures and of their high-priority models (Qualcomm's HTP emulator, provider verified from the session profile), then the store's qnn slice $native, beside the steps below"
 in_background "the qnn cells and the store's qnn slice" qnn_lane
 
-step "cargo test --workspace (the cpu cells of quarter $quarter/4 and the high-priority models run for real; target $CARGO_TARGET_DIR)"
-cargo test --locked --workspace --features generated/torch -- "${outside_quarter[@]}" 2>&1 | tee -a "$log"
+step "cargo test --workspace (the cpu cells of slice $cells and the high-priority models run for real; target $CARGO_TARGET_DIR)"
+cargo test --locked --workspace --features generated/torch -- "${outside_run[@]}" 2>&1 | tee -a "$log"
 
 # The web cells in a real headless Chromium (onnxruntime-web), for the seeds'
 # 13 high-priority models. WebGPU here is SwiftShader, Chromium's software
@@ -361,16 +362,28 @@ cargo test --locked --workspace --features generated/torch -- "${outside_quarter
 # Quantization is measured on every model: wgpu's kernels take the fixture's
 # own weight matrices, so no browser is involved and the whole set takes a
 # minute or two on lavapipe.
-step "webgpu's quantization checks: the quarter's weights at 16, 8, 4, 2 bits and 4-bit mixed on wgpu's kernels"
+step "webgpu's quantization checks: the slice's weights at 16, 8, 4, 2 bits and 4-bit mixed on wgpu's kernels"
 cargo test --locked -p runtime --features wgpu,browser --lib 2>&1 | tee -a "$log"
-cargo test --locked -p generated --features webgpu,webnn,firefox -- ::webgpu::wgpu:: "${outside_quarter[@]}" 2>&1 | tee -a "$log"
+cargo test --locked -p generated --features webgpu,webnn,firefox -- ::webgpu::wgpu:: "${outside_run[@]}" 2>&1 | tee -a "$log"
 
 # What each architecture weighs at its default size (gen memory: the exporter's Python builds
 # it on PyTorch's meta device, one worker, cached per spec under $cache/memory), for the
 # report's memory section; beside the web cells, whose browser leaves a core mostly idle.
 in_background "the memory figures (gen memory --all)" "$gen" memory --all --jobs 1
+# Clippy with its warnings denied: every crate's library (generated's cells included), the
+# hand-written crates' tests and binaries, and the runtime with every engine feature; then gen
+# bench's release build. Beside the web cells too, neither in target/debug (whose lock the
+# tests' cargo takes): clippy's own folder, cargo's target/release. Off a cold run's path to
+# its first test (clippy's three passes took 107 s there, the release build 122 s).
+lint_and_release() {
+  CARGO_TARGET_DIR="$CARGO_TARGET_DIR/clippy" cargo clippy --locked --workspace -- -D warnings
+  CARGO_TARGET_DIR="$CARGO_TARGET_DIR/clippy" cargo clippy --locked --workspace --exclude generated --all-targets -- -D warnings
+  CARGO_TARGET_DIR="$CARGO_TARGET_DIR/clippy" cargo clippy --locked -p runtime --all-features --all-targets -- -D warnings
+  cargo build --locked --release -p hwmatrix-bench
+}
+in_background "clippy, and gen bench's release build" lint_and_release
 
-step "the web cells (webnn and webgpu, in Chromium, in Firefox and natively) of the high-priority models"
+step "the web cells (webnn and webgpu, in Chromium, in Firefox and natively) of ${#web_modules[@]} high-priority models (a quarter of them a run, by the commit count)"
 mapfile -t web_filters < <(filters_of webnn::; filters_of webgpu::browser::; filters_of webgpu::firefox::)
 # The full sweep (HWMATRIX_ALL_CELLS=1) runs every model's web cells: hours on a software adapter.
 [[ -z "${HWMATRIX_ALL_CELLS:-}" ]] || web_filters=(::webnn:: ::webgpu::browser:: ::webgpu::firefox::)
@@ -400,6 +413,7 @@ join_background "the memory figures (gen memory --all)"
 join_background "the openvino provider's cells"
 join_background "OpenVINO's runtime cells"
 join_background "the qnn cells and the store's qnn slice"
+join_background "clippy, and gen bench's release build"
 unset HWMATRIX_BESIDE
 
 # The store's openvino slice with nothing beside it, as `gen import --platform openvino` measures: ONNX
