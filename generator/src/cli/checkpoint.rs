@@ -269,7 +269,7 @@ pub fn run(
     let records_dir = partial.join("records");
     std::fs::create_dir_all(&records_dir)
         .map_err(|e| format!("error: {}: {e}", records_dir.display()))?;
-    let module = format!("{}::{}::", model.spec.category, model.module);
+    let module = model.test_path();
     let usable: Vec<&doctor::Diagnosis> = diagnoses.iter().filter(|d| d.usable()).collect();
     // The run's records so far, read again after each platform (its counts are the progress).
     let mut records = Vec::new();

@@ -3,7 +3,6 @@
 
 use std::io::Write;
 
-use hwmatrix_specs::module_name::module_name;
 use hwmatrix_specs::slice;
 
 use super::Context;
@@ -30,9 +29,7 @@ pub fn run(cx: &Context, args: &Args, out: &mut dyn Write) -> Result<i32, String
         .retain(|m| slice::in_slice(&m.model.spec.model_type, args.slice));
     if args.test_paths {
         for m in &plan.models {
-            let spec = &m.model.spec;
-            let module = module_name(&spec.model_type)?;
-            let _ = writeln!(out, "{}\t{}::{module}::", spec.model_type, spec.category);
+            let _ = writeln!(out, "{}\t{}", m.model.spec.model_type, m.model.test_path());
         }
     } else {
         let _ = write!(out, "{}", hwmatrix_codegen::list::render(&plan));

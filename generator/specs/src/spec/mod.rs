@@ -94,6 +94,12 @@ struct ExportView<'a> {
 }
 
 impl LoadedModel {
+    /// The path of the model's test module in the generated crate, as libtest prints
+    /// its tests' names: `category::module::` (a `cargo test` filter or `--skip`).
+    pub fn test_path(&self) -> String {
+        format!("{}::{}::", self.spec.category, self.module)
+    }
+
     /// The spec as the exporter receives it (JSON): only what builds the fixture.
     pub fn exporter_json(&self) -> Vec<u8> {
         serde_json::to_vec(&self.exporter_view()).expect("a validated spec serializes")
