@@ -200,7 +200,11 @@ export HWMATRIX_RESULTS="$PWD/results"
 decoder="$cache/checkpoints/SmolLM2-135M-Instruct"
 [[ -f "$decoder/.complete" ]] || { echo "error: no $decoder: run \`bash tests/setup.sh checkpoints\`" >&2; exit 1; }
 decoder_web=$(printf -- '--only webgpu::%s::%s_matches_reference ' native fp16 native q4f16 firefox fp16 firefox q4f16)
-HWMATRIX_RUN_ID="$run_base" "${gen[@]}" checkpoint "$decoder" --platform cpu --platform openvino --platform webgpu $decoder_web
+# The feature sets this script's other parts (and tests/run.sh) build the generated crate with,
+# not the fewest each platform needs: each other set compiles the crate once more (its cpu
+# cells, a default feature, with it), minutes of a cold run.
+features="--features openvino=qnn,openvino --features webgpu=webgpu,webnn,firefox"
+HWMATRIX_RUN_ID="$run_base" "${gen[@]}" checkpoint "$decoder" --platform cpu --platform openvino --platform webgpu $features $decoder_web
 "$python" - "$HWMATRIX_RESULTS" <<'PY'
 import json, sys
 results, = sys.argv[1:]

@@ -843,6 +843,33 @@ fn checkpoint_refuses_what_it_cannot_run_and_writes_nothing() {
         run.stderr
     );
     assert!(!out.exists() && !scratch.path().join("row.partial").exists());
+    // A --features set without a feature the platform's cells need would compile none of
+    // them: refused, naming the one it lacks; a set without `=` is refused by the parser.
+    let run = run_gen(&[
+        "checkpoint",
+        small.to_str().unwrap(),
+        "--platform",
+        "cpu",
+        "--features",
+        "cpu=torch",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("--features cpu=torch: lacks cpu, which cpu's cells need"),
+        "{}",
+        run.stderr
+    );
+    assert!(!out.exists() && !scratch.path().join("row.partial").exists());
+    let run = run_gen(&["checkpoint", small.to_str().unwrap(), "--features", "cpu"]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("write it as PLATFORM=F1,F2"),
+        "{}",
+        run.stderr
+    );
 }
 
 /// One record of albert's cpu ONNX Runtime cell: `check` passed in `run` on fixture

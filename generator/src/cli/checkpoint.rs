@@ -75,6 +75,51 @@ pub struct Args {
     /// names runs all its checks
     #[arg(long, value_name = "CHECK")]
     only: Vec<String>,
+    /// The generated crate's features for one platform's cells, as PLATFORM=F1,F2 (e.g.
+    /// openvino=qnn,openvino); repeatable. Default: the fewest its engines need, as gen
+    /// doctor prints. A script that has built a test binary with more names its set, so that
+    /// cargo runs that binary instead of compiling the crate once more.
+    #[arg(long = "features", value_name = "PLATFORM=FEATURES", value_parser = parse_features)]
+    features: Vec<(Platform, Vec<String>)>,
+}
+
+/// `--features PLATFORM=F1,F2`: a platform and the features it names.
+fn parse_features(text: &str) -> Result<(Platform, Vec<String>), String> {
+    let (platform, features) = text
+        .split_once('=')
+        .ok_or("write it as PLATFORM=F1,F2, e.g. openvino=qnn,openvino")?;
+    let platform = super::parse_platform(platform)?;
+    let features: Vec<String> = features
+        .split(',')
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+        .map(str::to_string)
+        .collect();
+    if features.is_empty() {
+        return Err(format!(
+            "names no feature for {platform}; write PLATFORM=F1,F2"
+        ));
+    }
+    Ok((platform, features))
+}
+
+/// The features a platform's cells run with: --features' set for it (which must hold every
+/// feature its engines need), else the fewest they need (gen doctor's).
+fn cell_features(args: &Args, d: &doctor::Diagnosis) -> Result<Vec<String>, String> {
+    let Some((_, features)) = args.features.iter().rev().find(|(p, _)| *p == d.platform) else {
+        return Ok(d.features.clone());
+    };
+    match d.features.iter().find(|f| !features.contains(f)) {
+        Some(lacking) => Err(format!(
+            "error: --features {}={}: lacks {lacking}, which {}'s cells need\n  help: name at least {} (gen doctor --platform {})",
+            d.platform,
+            features.join(","),
+            d.platform,
+            d.features.join(","),
+            d.platform
+        )),
+        None => Ok(features.clone()),
+    }
 }
 
 pub fn run(
@@ -121,6 +166,9 @@ pub fn run(
         return Err(format!(
             "error: --only {stray}: names no platform this run uses\n  help: write it as PLATFORM::ENGINE::CHECK with a platform given by --platform that runs here (gen doctor)"
         ));
+    }
+    for d in &diagnoses {
+        cell_features(args, d)?;
     }
     if args.dry_run {
         return Ok(0);
@@ -276,6 +324,7 @@ pub fn run(
     for (n, d) in usable.iter().enumerate() {
         let since = Instant::now();
         let only = only_filters(&args.only, d.platform, &module);
+        let features = cell_features(args, d)?;
         let _ = writeln!(
             out,
             "[3/4] {}'s cells on {} ({} of {}): {}",
@@ -286,24 +335,20 @@ pub fn run(
             match &only {
                 Some(only) => format!(
                     "cargo test -p generated --features {} {} (--only)",
-                    d.features.join(","),
+                    features.join(","),
                     only.join(" ")
                 ),
-                None => d.command.clone(),
+                None => d.command.replace(
+                    &format!("--features {}", d.features.join(",")),
+                    &format!("--features {}", features.join(",")),
+                ),
             }
         );
         let filters = only.unwrap_or_else(|| d.filters(&module));
         for filter in filters {
             // Generation needs a generation fixture, which a checkpoint's export does not
             // build yet: skipped, not failed.
-            checkpoint_cells(
-                cx,
-                &d.features,
-                &filter,
-                &fixtures_dir,
-                &records_dir,
-                &run_id,
-            )?;
+            checkpoint_cells(cx, &features, &filter, &fixtures_dir, &records_dir, &run_id)?;
         }
         records = read_records(&records_dir, &run_id)?;
         let on = |status| {

@@ -134,7 +134,7 @@ pub struct SelectArgs {
     pub specs: Option<PathBuf>,
 }
 
-fn parse_platform(name: &str) -> Result<Platform, String> {
+pub(crate) fn parse_platform(name: &str) -> Result<Platform, String> {
     Platform::from_name(name).ok_or_else(|| {
         let names: Vec<&str> = Platform::ALL.iter().map(|p| p.name()).collect();
         format!("unknown platform; use one of {}", names.join(", "))
