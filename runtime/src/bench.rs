@@ -66,7 +66,7 @@ fn tile(tensor: &Tensor, batch: usize) -> Tensor {
 /// Benchmarks the cell and appends its `bench` record (failed, with what it
 /// measured, if a step fails).
 pub fn run(cell: &Cell, options: &Options) -> Result<Bench, CheckError> {
-    let mut rec = crate::record::blank(cell, "bench");
+    let mut rec = crate::record::blank(cell, crate::BENCH_RECORD);
     if let Some(precision) = options.precision {
         rec.precision = precision.name().into();
     }

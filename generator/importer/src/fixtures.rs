@@ -110,7 +110,7 @@ pub fn build(
         // `gen import --platform cpu` records a fixture built after a fix (`--retry-generation`).
         if model
             .spec
-            .pipeline_entry(hwmatrix_specs::spec::evidence::GENERATION_EXPORT)
+            .pipeline_entry(hwmatrix_cell::CheckId::GenerationExport)
             .is_some()
             && !retry_generation
         {
@@ -369,7 +369,7 @@ fn onnx_failure_to_trace<'a>(
     let entry = model_plan
         .model
         .spec
-        .pipeline_entry(hwmatrix_specs::spec::evidence::EXPORT)?;
+        .pipeline_entry(hwmatrix_cell::CheckId::Export)?;
     let runs_libtorch = model_plan.cells.iter().any(|c| {
         c.engine.kind() == hwmatrix_cell::EngineKind::Libtorch
             && matches!(c.planned, hwmatrix_cell::Planned::Run)

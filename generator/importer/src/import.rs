@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use hwmatrix_cell::Stage;
+use hwmatrix_cell::{CheckId, Stage};
 
 use crate::workers::{JobError, Pool, Progress};
 use hwmatrix_specs::spec::evidence::PipelineFailure;
@@ -603,26 +603,26 @@ impl Import<'_> {
         let measured = draft
             .failure
             .as_ref()
-            .map(|failure| spec::evidence::pipeline_failure(spec::evidence::EXPORT, failure, &key));
+            .map(|failure| spec::evidence::pipeline_failure(CheckId::Export, failure, &key));
         let trace = match traced {
             Some(Err(e)) => Some(spec::evidence::pipeline_failure(
-                spec::evidence::TORCHSCRIPT_EXPORT,
+                CheckId::TorchscriptExport,
                 &e.failure_at(Stage::Export),
                 &key,
             )),
             _ => None,
         };
-        let check = |name: &str| spec::evidence::EntryKey {
+        let check = |check: CheckId| spec::evidence::EntryKey {
             platform: None,
             engine: None,
-            check: name.into(),
+            check,
             cpu_class: None,
         };
         spec::evidence::merge(
             &mut file.entries,
             vec![
-                (check(spec::evidence::EXPORT), measured),
-                (check(spec::evidence::TORCHSCRIPT_EXPORT), trace),
+                (check(CheckId::Export), measured),
+                (check(CheckId::TorchscriptExport), trace),
             ],
             &key,
         );
@@ -691,7 +691,7 @@ impl Draft {
         let evidence = self
             .failure
             .iter()
-            .map(|failure| spec::evidence::pipeline_failure(spec::evidence::EXPORT, failure, ""))
+            .map(|failure| spec::evidence::pipeline_failure(CheckId::Export, failure, ""))
             .collect();
         let Ok((spec, sources)) = spec::resolve::resolve(file, defaults, evidence) else {
             return Ok(None);

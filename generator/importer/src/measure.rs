@@ -25,8 +25,8 @@ use std::process::Command;
 use sha2::Digest;
 
 use hwmatrix_cell::{
-    Attribution, Basis, CHECKS, EngineKind, ErrorKind, GENERATES, GENERATION_EXPORT_FAILED,
-    Outcome, Planned, Platform, Stage,
+    Attribution, Basis, CheckId, EngineKind, ErrorKind, GENERATION_EXPORT_FAILED, Outcome, Planned,
+    Platform, Stage,
 };
 use hwmatrix_record::Record;
 
@@ -83,7 +83,8 @@ impl AsEntry for Record {
         Some(Entry {
             platform: Some(self.platform),
             engine: Some(self.engine_kind),
-            check: self.check.clone(),
+            // Every record read_records keeps names a check (it refuses any other name).
+            check: CheckId::parse(&self.check)?,
             cpu_class: None,
             outcome,
             attribution,
@@ -121,46 +122,45 @@ fn provenance(record: &Record) -> Provenance {
 /// that decides it (of a model checked as components, the first failed one).
 #[derive(Default)]
 struct Measured {
-    checks: BTreeMap<String, Record>,
+    checks: BTreeMap<CheckId, Record>,
     /// Each check's record by name (16 hex digits of its line's sha256, as
     /// the results database names it): its entry cites it.
-    record_ids: BTreeMap<String, String>,
+    record_ids: BTreeMap<CheckId, String>,
     /// Checks the run did not run by its plan (the ledger's records: a known
     /// issue, a feature off): their entries are left as they were, never taken
     /// for checks whose process died.
-    not_run: std::collections::BTreeSet<String>,
+    not_run: std::collections::BTreeSet<CheckId>,
 }
 
 impl Measured {
     /// The entry of `check`'s record (None: it passed), citing the record.
-    fn entry(&self, check: &str, record: &Record) -> Option<Entry> {
+    fn entry(&self, check: CheckId, record: &Record) -> Option<Entry> {
         let mut entry = record.entry()?;
-        entry.provenance.record = self.record_ids.get(check).cloned();
+        entry.provenance.record = self.record_ids.get(&check).cloned();
         Some(entry)
     }
 
     /// The cell's passed checks as the store keeps them, with the provenance
     /// of the newest of them; None where none passed.
     fn passes(&self, platform: Platform, engine: EngineKind) -> Option<PassedCell> {
-        let passes: Vec<&Record> = self
+        let passes: Vec<(&CheckId, &Record)> = self
             .checks
-            .values()
-            // gen bench's records time a cell; they are no check of it.
-            .filter(|r| r.status == Outcome::Passed && r.check != "bench")
+            .iter()
+            .filter(|(_, r)| r.status == Outcome::Passed)
             .collect();
-        let newest = passes.iter().max_by_key(|r| r.time.as_str())?;
+        let newest = passes.iter().max_by_key(|(_, r)| r.time.as_str())?.1;
         let mut cell = PassedCell::new(platform, engine, provenance(newest));
-        for record in passes {
+        for (&check, record) in passes {
             cell.add(
-                &record.check,
+                check,
                 record.fixture.as_ref().and_then(|f| f.content.as_deref()),
             );
         }
         Some(cell)
     }
 
-    fn passed(&self, check: &str) -> Option<bool> {
-        self.checks.get(check).map(|r| r.status == Outcome::Passed)
+    fn passed(&self, check: CheckId) -> Option<bool> {
+        self.checks.get(&check).map(|r| r.status == Outcome::Passed)
     }
 
     /// The CPU class the cell's checks ran on, where its records name one.
@@ -180,9 +180,9 @@ impl Measured {
 /// An entry for a check that should have a record and has none (its test
 /// process died first): our harness's gap, with the provenance of the
 /// cell's other records.
-fn no_record(platform: Platform, engine: EngineKind, check: &str, beside: &Record) -> Entry {
+fn no_record(platform: Platform, engine: EngineKind, check: CheckId, beside: &Record) -> Entry {
     let mut entry = Record {
-        check: check.to_string(),
+        check: check.name().to_string(),
         status: Outcome::Failed,
         error_kind: Some(ErrorKind::NoRecord),
         stage: Some(Stage::Run),
@@ -198,20 +198,20 @@ fn no_record(platform: Platform, engine: EngineKind, check: &str, beside: &Recor
     entry
 }
 
-fn key(platform: Platform, engine: EngineKind, check: &str) -> EntryKey {
+fn key(platform: Platform, engine: EngineKind, check: CheckId) -> EntryKey {
     EntryKey {
         platform: Some(platform),
         engine: Some(engine),
-        check: check.to_string(),
+        check,
         cpu_class: None,
     }
 }
 
-/// The key of a record's check: a class-scoped one (a precision check on a
+/// The key of a record of `check`: a class-scoped one (a precision check on a
 /// platform that computes on the host's CPU) is its CPU class's.
-fn key_of(record: &Record) -> EntryKey {
-    let mut key = key(record.platform, record.engine_kind, &record.check);
-    if evidence::class_scoped(Some(record.platform), &record.check) {
+fn key_of(check: CheckId, record: &Record) -> EntryKey {
+    let mut key = key(record.platform, record.engine_kind, check);
+    if evidence::class_scoped(Some(record.platform), check) {
         key.cpu_class = record.cpu_class.as_ref().map(|c| c.class.clone());
     }
     key
@@ -591,7 +591,7 @@ fn reexport<'a>(
         .filter(|m| models.is_empty() || models.contains(&m.spec.model_type))
         .filter(|m| slice::in_slice(&m.spec.model_type, options.slice))
         .filter(|m| {
-            m.spec.pipeline_entry(evidence::EXPORT).is_some_and(|e| {
+            m.spec.pipeline_entry(CheckId::Export).is_some_and(|e| {
                 e.stage == Some(Stage::Export)
                     && selected_by_staleness(today_if_stale(m, options).as_ref(), [e])
             })
@@ -640,12 +640,12 @@ fn reexport<'a>(
                 error: format!("exporting: {e}"),
                 ..e.failure_at(Stage::Export)
             };
-            evidence::pipeline_failure(evidence::EXPORT, &failure, &model.fixture_key())
+            evidence::pipeline_failure(CheckId::Export, &failure, &model.fixture_key())
         });
         let key = EntryKey {
             platform: None,
             engine: None,
-            check: evidence::EXPORT.into(),
+            check: CheckId::Export,
             cpu_class: None,
         };
         changes
@@ -892,17 +892,17 @@ impl MeasuredCell<'_> {
         // cells have a fixture of their own where the ONNX export's failure was measured and
         // the TorchScript trace passed (fixtures.rs, `torchscript_job`).
         let exported = self.model.spec.has_fixture(engine);
-        let float32_beside = CHECKS
+        let float32_beside = CheckId::FLOAT32
             .iter()
             .filter(|_| exported)
-            .find_map(|c| measured.checks.get(*c));
+            .find_map(|c| measured.checks.get(c));
         if let Some(beside) = float32_beside {
-            for check in CHECKS {
-                let entry = match measured.checks.get(check) {
+            for check in CheckId::FLOAT32 {
+                let entry = match measured.checks.get(&check) {
                     Some(record) => measured
                         .entry(check, record)
                         .map(|e| export_shape_baked(self.model, e)),
-                    None if measured.not_run.contains(check) => continue,
+                    None if measured.not_run.contains(&check) => continue,
                     None => Some(no_record(platform, engine, check, beside)),
                 };
                 changes.push((key(platform, engine, check), entry));
@@ -916,7 +916,9 @@ impl MeasuredCell<'_> {
             );
         }
         let float32_passes = match float32_beside {
-            Some(_) => CHECKS.iter().all(|c| measured.passed(c) == Some(true)),
+            Some(_) => CheckId::FLOAT32
+                .iter()
+                .all(|&c| measured.passed(c) == Some(true)),
             None => self.plan.is_some_and(|c| c.planned == Planned::Run),
         };
         match (float32_beside, float32_passes) {
@@ -933,9 +935,11 @@ impl MeasuredCell<'_> {
         // A run that left every precision check of the cell out (`--skip`), as a run without its
         // float32 checks leaves those: their entries stay as they were. One that ran some
         // and lacks others lost them (its process died): our harness's gap, as above.
-        let precision_ran = precision_checks
-            .iter()
-            .any(|p| measured.checks.contains_key(p.precision.check_name()));
+        let precision_ran = precision_checks.iter().any(|p| {
+            measured
+                .checks
+                .contains_key(&CheckId::Precision(p.precision))
+        });
         if !precision_checks.is_empty() && !precision_ran && float32_passes {
             let _ = writeln!(
                 err,
@@ -945,21 +949,21 @@ impl MeasuredCell<'_> {
             );
         }
         for p in precision_checks {
-            let check = p.precision.check_name();
+            let check = CheckId::Precision(p.precision);
             // The class it was measured on: the record's, else (a check without one) the cell's others'.
             let mut check_key = key(platform, engine, check);
             check_key.cpu_class = measured
                 .checks
-                .get(check)
-                .map(key_of)
+                .get(&check)
+                .map(|record| key_of(check, record))
                 .and_then(|k| k.cpu_class)
                 .or_else(|| measured.cpu_class());
-            let entry = match (measured.checks.get(check), float32_beside) {
+            let entry = match (measured.checks.get(&check), float32_beside) {
                 // Not run where the float32 checks fail: an import clears them, a verification compares nothing.
                 _ if !float32_passes && verify => continue,
                 _ if !float32_passes => None,
                 (Some(record), _) => measured.entry(check, record),
-                (None, _) if !precision_ran || measured.not_run.contains(check) => continue,
+                (None, _) if !precision_ran || measured.not_run.contains(&check) => continue,
                 (None, Some(beside)) => Some(no_record(platform, engine, check, beside)),
                 (None, None) => continue,
             };
@@ -967,7 +971,7 @@ impl MeasuredCell<'_> {
             changes.push((check_key, entry));
         }
         if self.plan.and_then(|c| c.generation.as_ref()).is_some()
-            && let Some(record) = measured.checks.get(GENERATES)
+            && let Some(record) = measured.checks.get(&CheckId::Generates)
         {
             changes.extend(self.generation_changes(record, tally));
         }
@@ -984,7 +988,7 @@ impl MeasuredCell<'_> {
         let pipeline = || EntryKey {
             platform: None,
             engine: None,
-            check: evidence::GENERATION_EXPORT.into(),
+            check: CheckId::GenerationExport,
             cpu_class: None,
         };
         let reason = record.reason.as_deref().unwrap_or_default();
@@ -1015,16 +1019,16 @@ impl MeasuredCell<'_> {
                 error: error.to_string(),
             };
             let entry =
-                evidence::pipeline_failure(evidence::GENERATION_EXPORT, &failure, &fixture_key);
+                evidence::pipeline_failure(CheckId::GenerationExport, &failure, &fixture_key);
             return vec![(pipeline(), Some(entry))];
         }
         // No generation fixture built yet: nothing measured, the entry stays.
         if record.error_kind == Some(ErrorKind::FixtureMissing) {
             return Vec::new();
         }
-        let entry = self.measured.entry(GENERATES, record);
+        let entry = self.measured.entry(CheckId::Generates, record);
         tally.generation_failed += usize::from(entry.is_some());
-        let mut changes = vec![(key(self.platform, self.engine, GENERATES), entry)];
+        let mut changes = vec![(key(self.platform, self.engine, CheckId::Generates), entry)];
         if record.status == Outcome::Passed {
             changes.push((pipeline(), None));
         }
@@ -1039,7 +1043,7 @@ impl MeasuredCell<'_> {
 /// adapter without a feature) keeps it.
 fn export_shape_baked(model: &LoadedModel, mut entry: Entry) -> Entry {
     if model.spec.export.shape_only
-        && entry.check == "dynamic_shapes"
+        && entry.check == CheckId::DynamicShapes
         && entry.attribution == Some(Attribution::Engine)
     {
         entry.attribution = Some(Attribution::Model);
@@ -1067,24 +1071,21 @@ fn quantization_changes(
     let mut changes = Vec::new();
     for check in plan_checks {
         // A check without a record did not run (skipped, or its process died): its entry stays.
-        let Some(record) = measured.checks.get(check.scheme.check_name()) else {
+        let id = CheckId::Quantization(check.scheme);
+        let Some(record) = measured.checks.get(&id) else {
             let _ = writeln!(
                 err,
-                "warning: no record of {model_type}'s {} on {platform}: its entry is left as it was",
-                check.scheme.check_name()
+                "warning: no record of {model_type}'s {id} on {platform}: its entry is left as it was"
             );
             continue;
         };
-        let entry = measured.entry(check.scheme.check_name(), record);
+        let entry = measured.entry(id, record);
         tally.quantization_failed += usize::from(
             entry
                 .as_ref()
                 .is_some_and(|e| e.outcome == EntryOutcome::Failed),
         );
-        changes.push((
-            key(platform, EngineKind::Wgpu, check.scheme.check_name()),
-            entry,
-        ));
+        changes.push((key(platform, EngineKind::Wgpu, id), entry));
     }
     changes
 }
@@ -1115,15 +1116,15 @@ fn record_classes(
             .is_some_and(|c| c.planned == Planned::Run)
     };
     let mut by_class: BTreeMap<String, MeasuredClass> = BTreeMap::new();
-    for record in records
+    for (check, record) in records
         .iter()
         .filter(|(cell, _)| planned_to_run(cell))
-        .flat_map(|(_, m)| m.checks.values())
+        .flat_map(|(_, m)| m.checks.iter())
     {
         let Some(cpu) = record
             .cpu_class
             .as_ref()
-            .filter(|_| evidence::class_scoped(Some(record.platform), &record.check))
+            .filter(|_| evidence::class_scoped(Some(record.platform), *check))
         else {
             continue;
         };
@@ -1141,7 +1142,7 @@ fn record_classes(
         if record.time > class.date {
             class.date = record.time.clone();
         }
-        let count: &mut CheckCount = class.checks.entry(record.check.clone()).or_default();
+        let count: &mut CheckCount = class.checks.entry(*check).or_default();
         count.measured += 1;
         count.passed += usize::from(record.status == Outcome::Passed);
     }
@@ -1485,19 +1486,30 @@ fn read_records(
     platform: Platform,
     err: &mut dyn Write,
 ) -> Result<(String, Records), String> {
-    let mut all: Vec<(Record, String)> = Vec::new();
+    let mut all: Vec<(Record, CheckId, String)> = Vec::new();
     // The ledger's records of checks the run's plan did not run (a known issue, a feature off).
-    let mut planned_not_run: Vec<Record> = Vec::new();
+    let mut planned_not_run: Vec<(Record, CheckId)> = Vec::new();
     for (record, id) in records_in(dir)? {
-        if record.platform == platform && record.measured() {
-            all.push((record, id));
-        } else if record.platform == platform && record.basis != Basis::Measured {
-            planned_not_run.push(record);
+        // gen bench's records time a cell; they are no check of it.
+        if record.platform != platform || record.check == hwmatrix_cell::BENCH_RECORD {
+            continue;
+        }
+        let check = record.check.parse::<CheckId>().map_err(|e| {
+            format!(
+                "error: {}: record {id} ({} on {platform}): {e}\n  help: records of an older hwmatrix go into the database with `gen results import`",
+                dir.display(),
+                record.model
+            )
+        })?;
+        if record.measured() {
+            all.push((record, check, id));
+        } else if record.basis != Basis::Measured {
+            planned_not_run.push((record, check));
         }
     }
     // One run: the one whose newest record is newest.
     let mut runs: BTreeMap<&str, &str> = BTreeMap::new();
-    for (record, _) in &all {
+    for (record, _, _) in &all {
         let newest = runs.entry(&record.run_id).or_insert(&record.time);
         if record.time.as_str() > *newest {
             *newest = &record.time;
@@ -1521,30 +1533,33 @@ fn read_records(
             runs.len()
         );
     }
-    all.retain(|(r, _)| r.run_id == run_id);
-    all.sort_by(|(a, _), (b, _)| a.time.cmp(&b.time));
+    all.retain(|(r, _, _)| r.run_id == run_id);
+    all.sort_by(|(a, _, _), (b, _, _)| a.time.cmp(&b.time));
     // The newest record per check and component; then per check, a failed component decides.
     // (model, engine, check, component) → the record and its name.
-    type CheckOf = (String, EngineKind, String, Option<String>);
+    type CheckOf = (String, EngineKind, CheckId, Option<String>);
     let mut newest: BTreeMap<CheckOf, (Record, String)> = BTreeMap::new();
-    for (record, id) in all {
+    for (record, check, id) in all {
         newest.insert(
             (
                 record.model.clone(),
                 record.engine_kind,
-                record.check.clone(),
+                check,
                 record.component.clone(),
             ),
             (record, id),
         );
     }
     let mut by_cell: Records = BTreeMap::new();
-    for record in planned_not_run.into_iter().filter(|r| r.run_id == run_id) {
+    for (record, check) in planned_not_run
+        .into_iter()
+        .filter(|(r, _)| r.run_id == run_id)
+    {
         by_cell
             .entry((record.model, record.engine_kind))
             .or_default()
             .not_run
-            .insert(record.check);
+            .insert(check);
     }
     for ((model, engine, check, _), (record, id)) in newest {
         let cell = by_cell.entry((model, engine)).or_default();
@@ -1553,7 +1568,7 @@ fn read_records(
             .get(&check)
             .is_none_or(|kept| kept.status == Outcome::Passed)
         {
-            cell.record_ids.insert(check.clone(), id);
+            cell.record_ids.insert(check, id);
             cell.checks.insert(check, record);
         }
     }
@@ -1738,7 +1753,7 @@ mod tests {
         let key = EntryKey {
             platform: Some(Platform::Qnn),
             engine: Some(EngineKind::Onnxruntime),
-            check: "runs".into(),
+            check: CheckId::Runs,
             cpu_class: None,
         };
         let stored = record(
@@ -1767,7 +1782,7 @@ mod tests {
         let key = EntryKey {
             platform: Some(Platform::Qnn),
             engine: Some(EngineKind::Onnxruntime),
-            check: "runs".into(),
+            check: CheckId::Runs,
             cpu_class: None,
         };
         let engine = record(

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use hwmatrix_cell::{
-    Basis, CHECKS, EngineKind, GENERATES, Planned, Platform, Precision, QuantScheme, Rating, Stage,
+    Basis, CheckId, EngineKind, Planned, Platform, Precision, QuantScheme, Rating, Stage,
 };
 
 use crate::spec::evidence::{self, Entry, EntryOutcome};
@@ -42,7 +42,7 @@ pub struct CellPlan {
     /// the cell (`hwmatrix_cell::CHECKS` order): a cell whose only stored
     /// failure is `dynamic_shapes` runs `runs` and `matches_reference`, and
     /// plans `dynamic_shapes` as its known issue.
-    pub check_plans: Vec<(&'static str, Planned<String>)>,
+    pub check_plans: Vec<(CheckId, Planned<String>)>,
     /// The spec's tolerance for this platform, when it overrides the model's.
     pub tolerance_override: Option<ToleranceSpec>,
     /// Operators allowed to run off the platform's provider, with why.
@@ -223,7 +223,7 @@ pub fn plan_platform(specs: &Specs, platform: Platform) -> PlatformPlan {
 
 /// The float32 checks at the export shape: the cell's status is theirs (its
 /// precision checks run at that shape too); `dynamic_shapes` is planned on its own.
-const FIXED_SHAPE_CHECKS: [&str; 2] = ["runs", "matches_reference"];
+const FIXED_SHAPE_CHECKS: [CheckId; 2] = [CheckId::Runs, CheckId::MatchesReference];
 
 /// A check's planned status from its evidence entries (None: no entry, it runs):
 /// a failure of the model or the engine is a known issue; of this machine or
@@ -243,7 +243,7 @@ fn from_evidence(what: &str, model_type: &str, entries: &[&Entry]) -> Option<Pla
         let others: Vec<&str> = entries
             .iter()
             .filter(|e| !std::ptr::eq(**e, *deciding))
-            .map(|e| e.check.as_str())
+            .map(|e| e.check.name())
             .collect();
         reason.push_str(&format!(" (the store also holds {})", others.join(", ")));
     }
@@ -284,7 +284,7 @@ fn plan_cell(
     let inherited = if check_plans.is_empty() {
         planned.clone()
     } else {
-        cell.stored_plan(&CHECKS)
+        cell.stored_plan(&CheckId::FLOAT32)
     };
     let precision_checks = cell.precision_checks(&inherited);
     let float32_computed_in = cell.float32_computed_in();
@@ -347,11 +347,11 @@ impl<'a> Cell<'a> {
     }
 
     /// The cell's stored outcomes of `checks`: what decides a check no person's status does.
-    fn entries(&self, checks: &[&str]) -> Vec<&'a Entry> {
+    fn entries(&self, checks: &[CheckId]) -> Vec<&'a Entry> {
         self.spec
             .evidence
             .iter()
-            .filter(|e| e.is_for(self.name, self.kind) && checks.contains(&e.check.as_str()))
+            .filter(|e| e.is_for(self.name, self.kind) && checks.contains(&e.check))
             .collect()
     }
 
@@ -426,7 +426,7 @@ impl<'a> Cell<'a> {
     }
 
     /// The status of `checks` from their stored outcomes (Run without any).
-    fn stored_plan(&self, checks: &[&str]) -> Planned<String> {
+    fn stored_plan(&self, checks: &[CheckId]) -> Planned<String> {
         from_evidence(&self.what, &self.spec.model_type, &self.entries(checks))
             .unwrap_or_else(|| self.run())
     }
@@ -435,13 +435,13 @@ impl<'a> Cell<'a> {
     /// decide the cell (no person's status, no export issue) and differ from
     /// the cell's status `planned`: one failing check never silences a
     /// sibling its own evidence lets run.
-    fn check_plans(&self, planned: &Planned<String>) -> Vec<(&'static str, Planned<String>)> {
+    fn check_plans(&self, planned: &Planned<String>) -> Vec<(CheckId, Planned<String>)> {
         if !self.decided_by_store() {
             return Vec::new();
         }
-        CHECKS
-            .iter()
-            .map(|&check| (check, self.stored_plan(&[check])))
+        CheckId::FLOAT32
+            .into_iter()
+            .map(|check| (check, self.stored_plan(&[check])))
             .filter(|(_, own)| own != planned)
             .collect()
     }
@@ -459,7 +459,7 @@ impl<'a> Cell<'a> {
             let entry = spec
                 .evidence
                 .iter()
-                .find(|e| e.platform.is_none() && e.check == evidence::EXPORT)
+                .find(|e| e.platform.is_none() && e.check == CheckId::Export)
                 .expect("a measured export issue is an entry");
             from_evidence(
                 &format!("{}'s fixture pipeline", spec.model_type),
@@ -488,7 +488,7 @@ impl<'a> Cell<'a> {
         // libtorch runs the TorchScript trace, which torch.onnx failing says nothing about:
         // its fixture is built without the ONNX step (torchscript.py), unless tracing failed too.
         let trace_failed = spec
-            .pipeline_entry(evidence::TORCHSCRIPT_EXPORT)
+            .pipeline_entry(CheckId::TorchscriptExport)
             .filter(|_| spec.export.known_issue_measured);
         // A trace of its own (`traced_without_onnx`) is decided by the store
         // before this ([`Cell::decided_by_store`]).
@@ -535,7 +535,7 @@ impl<'a> Cell<'a> {
         formats
             .iter()
             .map(|&precision| {
-                let entries = self.entries(&[precision.check_name()]);
+                let entries = self.entries(&[CheckId::Precision(precision)]);
                 // Entries for every CPU class decide the check; a class's own entries decide
                 // it on that class (its kernels differ), where the cell runs at all.
                 let every: Vec<&Entry> = entries
@@ -623,7 +623,7 @@ impl<'a> Cell<'a> {
             let generation_export = spec
                 .evidence
                 .iter()
-                .find(|e| e.platform.is_none() && e.check == evidence::GENERATION_EXPORT);
+                .find(|e| e.platform.is_none() && e.check == CheckId::GenerationExport);
             match self
                 .over
                 .and_then(|o| o.status.map(|s| (s, o.reason.clone().unwrap_or_default())))
@@ -650,7 +650,7 @@ impl<'a> Cell<'a> {
                 _ => from_evidence(
                     &self.what,
                     &self.spec.model_type,
-                    &self.entries(&[GENERATES]),
+                    &self.entries(&[CheckId::Generates]),
                 )
                 .unwrap_or(Planned::Run),
             }
@@ -712,7 +712,8 @@ fn plan_quantization(specs: &Specs, model: &LoadedModel) -> QuantizationPlan {
                     .evidence
                     .iter()
                     .filter(|e| {
-                        e.is_for(platform, EngineKind::Wgpu) && e.check == scheme.check_name()
+                        e.is_for(platform, EngineKind::Wgpu)
+                            && e.check == CheckId::Quantization(scheme)
                     })
                     .collect::<Vec<_>>(),
             ) {

@@ -627,7 +627,11 @@ fn checkpoint_cells(
     hwmatrix_importer::measure::cargo_test_cells(
         &cx.root,
         &features.join(","),
-        &[filter.to_string(), "--skip".into(), "generates".into()],
+        &[
+            filter.to_string(),
+            "--skip".into(),
+            hwmatrix_cell::CheckId::Generates.name().into(),
+        ],
         &[
             ("HWMATRIX_FIXTURES", fixtures),
             ("HWMATRIX_RESULTS", records),

@@ -17,7 +17,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::{CHECKS, EngineKind, GENERATES, Precision};
+use crate::{CheckId, EngineKind, Precision};
 
 /// The file `gen fixtures` writes beside a fixture's meta.json.
 pub const CONTENT_RECORD: &str = "content.json";
@@ -208,18 +208,17 @@ pub fn parts_read(check: &str, engine: EngineKind) -> Vec<&'static str> {
     } else {
         "graph"
     };
-    if check == GENERATES {
+    let check = CheckId::parse(check);
+    if check == Some(CheckId::Generates) {
         return vec![GENERATION_PART];
     }
     if engine == EngineKind::Wgpu {
         return vec!["meta", "linear"];
     }
-    if let Some(precision) = Precision::ALL.iter().find(|p| p.check_name() == check) {
-        return vec![precision.name(), "meta", "shape1"];
-    }
     match check {
-        c if c == CHECKS[2] => vec![graph, "meta", "shape2"],
-        c if CHECKS.contains(&c) => vec![graph, "meta", "shape1"],
+        Some(CheckId::Precision(precision)) => vec![precision.name(), "meta", "shape1"],
+        Some(CheckId::DynamicShapes) => vec![graph, "meta", "shape2"],
+        Some(CheckId::Runs | CheckId::MatchesReference) => vec![graph, "meta", "shape1"],
         _ => {
             let mut all = vec!["graph", "torchscript", "meta", "shape1", "shape2", "linear"];
             all.extend(Precision::ALL.iter().map(|p| p.name()));

@@ -466,18 +466,9 @@ impl Precision {
         }
     }
 
-    /// The test function and the `check` of its records.
-    pub fn check_name(self) -> &'static str {
-        match self {
-            Precision::Fp16 => "fp16_matches_reference",
-            Precision::Int8 => "int8_matches_reference",
-            Precision::Int8Avx2 => "int8_avx2_matches_reference",
-            Precision::Q4 => "q4_matches_reference",
-            Precision::Q4f16 => "q4f16_matches_reference",
-            Precision::Qdq8 => "qdq8_matches_reference",
-            Precision::NncfInt8 => "nncf_int8_matches_reference",
-            Precision::NncfInt4 => "nncf_int4_matches_reference",
-        }
+    /// The test function and the `check` of its records ([`crate::CheckId`]'s name).
+    pub const fn check_name(self) -> &'static str {
+        crate::CheckId::Precision(self).name()
     }
 
     /// The fixture's model file of this precision.

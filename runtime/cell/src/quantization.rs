@@ -45,15 +45,9 @@ impl QuantScheme {
         }
     }
 
-    /// The test function and the `check` of its records.
-    pub fn check_name(self) -> &'static str {
-        match self {
-            QuantScheme::Fp16 => "fp16_quantization",
-            QuantScheme::Int8 => "int8_quantization",
-            QuantScheme::Int4 => "int4_quantization",
-            QuantScheme::Int4Mixed => "int4_mixed_quantization",
-            QuantScheme::Int2 => "int2_quantization",
-        }
+    /// The test function and the `check` of its records ([`crate::CheckId`]'s name).
+    pub const fn check_name(self) -> &'static str {
+        crate::CheckId::Quantization(self).name()
     }
 
     /// The width of a layer's weights under this scheme.

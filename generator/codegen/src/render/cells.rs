@@ -121,7 +121,7 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
         let mut cell_expr = quote!(Cell::new(&super::MODEL, &crate::platforms::#platform, &crate::platforms::#name, #planned));
         if !cell.check_plans.is_empty() {
             let plans = cell.check_plans.iter().map(|(check, planned)| {
-                let planned = self::planned(planned);
+                let (check, planned) = (check.name(), self::planned(planned));
                 quote!(CheckPlan { check: #check, planned: #planned })
             });
             cell_expr = quote!(#cell_expr.with_check_plans(&[ #(#plans),* ]));

@@ -3,7 +3,7 @@
 //! `runtime::cell_tests!` invocation each, so the check names and their
 //! bodies live in the runtime only.
 
-use hwmatrix_cell::{EngineKind, Planned, Platform};
+use hwmatrix_cell::{CheckId, EngineKind, Planned, Platform};
 use tera::{Context, Tera};
 
 use hwmatrix_specs::plan::{CellPlan, QuantizationPlan};
@@ -47,7 +47,7 @@ fn engine_cell(cell: &CellPlan, hardware: &PlatformSpec) -> serde_json::Value {
         .iter()
         .map(|p| {
             serde_json::json!({
-                "test": p.precision.check_name(),
+                "test": CheckId::Precision(p.precision).name(),
                 "variant": format!("{:?}", p.precision),
                 "name": p.precision.name(),
                 "ignore_always": ignore_always(&p.planned),
@@ -77,15 +77,15 @@ fn check_tests(cell: &CellPlan) -> Vec<serde_json::Value> {
     if cell.check_plans.is_empty() {
         return Vec::new();
     }
-    hwmatrix_cell::CHECKS
-        .iter()
-        .map(|&check| {
+    CheckId::FLOAT32
+        .into_iter()
+        .map(|check| {
             let planned = cell
                 .check_plans
                 .iter()
                 .find(|(c, _)| *c == check)
                 .map_or(&cell.planned, |(_, p)| p);
-            serde_json::json!({ "name": check, "ignore_always": ignore_reason(planned) })
+            serde_json::json!({ "name": check.name(), "ignore_always": ignore_reason(planned) })
         })
         .collect()
 }
@@ -97,7 +97,7 @@ fn quantization_checks(plan: &QuantizationPlan, hardware: &PlatformSpec) -> serd
         .iter()
         .map(|c| {
             serde_json::json!({
-                "test": c.scheme.check_name(),
+                "test": CheckId::Quantization(c.scheme).name(),
                 "variant": format!("{:?}", c.scheme),
                 "expected": c.expected.map(|r| r.name()),
                 "ignore_always": ignore_reason(&c.planned),

@@ -167,7 +167,8 @@ pub fn judge(record: &Record, record_id: &str) -> RowCheck {
             .reduce(f64::min)
     };
     // wgpu's quantization checks judge a layer's kernels, not the model's outputs: their own verdict.
-    let kernels = record.quantization.is_some() || record.check.ends_with("_quantization");
+    let kernels = record.quantization.is_some()
+        || hwmatrix_cell::CheckId::parse(&record.check).is_some_and(|c| c.scheme().is_some());
     let mut bound = bound(&record.category, &record.precision).filter(|_| !kernels);
     let mut value = bound.as_ref().and_then(measure);
     // A decoder whose fixture is its base model (hidden states, no logits) has no next token.

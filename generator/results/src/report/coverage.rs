@@ -43,7 +43,8 @@ impl Keys {
     fn content(&self, e: &Evidence) -> Vec<String> {
         self.today
             .as_ref()
-            .map_or_else(Vec::new, |t| t.digests(&e.check, e.body.engine_kind))
+            .zip(hwmatrix_cell::CheckId::parse(&e.check))
+            .map_or_else(Vec::new, |(t, check)| t.digests(check, e.body.engine_kind))
     }
 
     fn of(&self, check: &str) -> Option<&str> {
@@ -161,7 +162,10 @@ type Checks = Vec<(&'static str, &'static str)>;
 /// The newest records of each cell, benchmarks left out (they are no check of the cell).
 fn newest_by_cell(evidence: &[Evidence]) -> BTreeMap<CellKey<'_>, Vec<&Evidence>> {
     let mut by_cell: BTreeMap<CellKey, Vec<&Evidence>> = BTreeMap::new();
-    for e in evidence.iter().filter(|e| e.check != "bench") {
+    for e in evidence
+        .iter()
+        .filter(|e| e.check != hwmatrix_cell::BENCH_RECORD)
+    {
         by_cell
             .entry((
                 e.model.as_str(),

@@ -77,7 +77,7 @@ impl CpuClassesSection {
     /// The classes measured: platform, class, features, the run, and per
     /// class-scoped check its cells passed of those measured.
     pub fn measured_table(&self) -> TextTable {
-        let checks: std::collections::BTreeSet<&String> =
+        let checks: std::collections::BTreeSet<&hwmatrix_cell::CheckId> =
             self.measured.iter().flat_map(|m| m.checks.keys()).collect();
         let mut head: Vec<String> = ["platform", "class", "features", "measured by"]
             .map(String::from)
@@ -179,7 +179,7 @@ pub fn cpu_classes(plan: &Plan) -> Result<CpuClassesSection, String> {
                 continue;
             }
             for p in &cell.precision_checks {
-                let check = p.precision.check_name();
+                let check = hwmatrix_cell::CheckId::Precision(p.precision);
                 let entries: Vec<&Entry> = model
                     .model
                     .spec
@@ -202,7 +202,7 @@ pub fn cpu_classes(plan: &Plan) -> Result<CpuClassesSection, String> {
                         let every = entries.iter().find(|e| e.cpu_class.is_none());
                         let verdict = match (own, every) {
                             _ if cell.planned != Planned::Run => ClassVerdict::NotRun,
-                            (None, _) if !measured.checks.contains_key(check) => {
+                            (None, _) if !measured.checks.contains_key(&check) => {
                                 ClassVerdict::NotMeasured
                             }
                             (Some(e), _) => ClassVerdict::FailsHere {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use hwmatrix_cell::{Attribution, Stage};
 use hwmatrix_specs::plan::Plan;
-use hwmatrix_specs::spec::evidence::{EXPORT, environment_cause};
+use hwmatrix_specs::spec::evidence::environment_cause;
 use serde::Serialize;
 
 /// One cause and the models it stopped.
@@ -65,7 +65,7 @@ const WHAT: &str = "Models no platform could run, grouped by what stopped their 
 pub fn export_failures(plan: &Plan) -> ExportFailures {
     let mut groups: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for model in plan.models.iter().map(|m| m.model) {
-        let Some(entry) = model.spec.pipeline_entry(EXPORT) else {
+        let Some(entry) = model.spec.pipeline_entry(hwmatrix_cell::CheckId::Export) else {
             continue;
         };
         let harness = entry.attribution == Some(Attribution::Harness)

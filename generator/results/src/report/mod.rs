@@ -516,12 +516,12 @@ fn two_runs(
 /// check (its own graph, its own column) and benchmarks do not.
 fn counts_for_cell(evidence: &Evidence) -> bool {
     evidence.check != BENCH
-        && evidence.check != hwmatrix_cell::GENERATES
+        && evidence.check != hwmatrix_cell::CheckId::Generates.name()
         && (evidence.engine_kind == "wgpu" || evidence.precision == "float32")
 }
 
 /// `gen bench`'s records: performance evidence, not a check of the cell.
-const BENCH: &str = "bench";
+const BENCH: &str = hwmatrix_cell::BENCH_RECORD;
 
 pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, String> {
     let evidence = db.latest(runs)?;
@@ -715,7 +715,7 @@ fn cell_status(
     if status == Status::Passed
         && required
             .iter()
-            .any(|check| !records.iter().any(|e| e.check == *check))
+            .any(|check| !records.iter().any(|e| e.check == check.name()))
     {
         status = Status::Incomplete;
     }
@@ -885,7 +885,7 @@ pub(super) fn required_checks(
     model: &hwmatrix_specs::plan::ModelPlan,
     platform: &str,
     engine: &str,
-) -> Vec<&'static str> {
+) -> Vec<hwmatrix_cell::CheckId> {
     if engine == KERNEL_ENGINE {
         model
             .quantization
@@ -894,7 +894,7 @@ pub(super) fn required_checks(
                 q.checks
                     .iter()
                     .filter(|c| matches!(c.planned, hwmatrix_cell::Planned::Run))
-                    .map(|c| c.scheme.check_name())
+                    .map(|c| hwmatrix_cell::CheckId::Quantization(c.scheme))
             })
             .collect()
     } else if model.cells.iter().any(|c| {
@@ -902,7 +902,7 @@ pub(super) fn required_checks(
             && c.engine.kind().name() == engine
             && matches!(c.planned, hwmatrix_cell::Planned::Run)
     }) {
-        hwmatrix_cell::CHECKS.to_vec()
+        hwmatrix_cell::CheckId::FLOAT32.to_vec()
     } else {
         Vec::new()
     }
@@ -915,24 +915,24 @@ pub(super) fn stored_evidence(
     platform: &str,
     engine: &str,
 ) -> Option<StoredEvidence> {
-    use hwmatrix_specs::spec::evidence::EXPORT;
+    use hwmatrix_cell::CheckId;
     let entries = &model.spec.evidence;
     let own = entries.iter().find(|e| {
         e.platform.is_some_and(|p| p.name() == platform)
             && e.engine.is_none_or(|k| k.name() == engine)
-            && hwmatrix_cell::CHECKS.contains(&e.check.as_str())
+            && e.check.is_float32()
     });
     let entry = own.or_else(|| {
         entries
             .iter()
-            .find(|e| e.platform.is_none() && e.check == EXPORT)
+            .find(|e| e.platform.is_none() && e.check == CheckId::Export)
     })?;
     let today = hwmatrix_specs::spec::evidence::TodaysFixtures::of(
         model,
         &hwmatrix_cell::paths::fixtures_dir(),
     );
     Some(StoredEvidence {
-        check: entry.check.clone(),
+        check: entry.check.name().to_string(),
         date: entry.provenance.date.clone(),
         run: entry.provenance.run.clone(),
         host: entry.provenance.host.clone(),

@@ -8,7 +8,6 @@
 
 use std::cell::OnceCell;
 
-use hwmatrix_cell::CHECKS;
 use hwmatrix_record::Basis;
 use hwmatrix_specs::plan::ModelPlan;
 use hwmatrix_specs::spec::evidence::TodaysFixtures;
@@ -36,7 +35,7 @@ pub(super) fn from_store(
     let failure = spec.evidence.iter().find(|e| {
         e.platform.is_some_and(|p| p.name() == cell.platform)
             && e.engine.is_none_or(|k| k.name() == cell.engine)
-            && CHECKS.contains(&e.check.as_str())
+            && e.check.is_float32()
             && e.outcome == hwmatrix_specs::spec::evidence::EntryOutcome::Failed
     });
     if let Some(entry) = failure.filter(|_| cell.records.is_empty()) {
@@ -47,7 +46,7 @@ pub(super) fn from_store(
         };
         cell.source = "stored evidence";
         cell.basis = Some(Basis::Evidence.name().to_string());
-        cell.reason = Some(entry.reason(&entry.check, &spec.model_type));
+        cell.reason = Some(entry.reason(entry.check.name(), &spec.model_type));
         cell.stage = entry.stage.map(|s| s.name().to_string());
         cell.error_kind = entry.error_kind.map(|k| k.name().to_string());
         cell.evidence = stored_evidence(model_plan.model, &cell.platform, &cell.engine);
@@ -58,7 +57,7 @@ pub(super) fn from_store(
         p.platform.name() == cell.platform
             && p.engine.name() == cell.engine
             && !required.is_empty()
-            && required.iter().all(|c| p.checks.contains_key(*c))
+            && required.iter().all(|c| p.checks.contains_key(c))
     });
     if let Some(passed) = passed.filter(|_| failure.is_none()) {
         let today = today.get_or_init(|| {

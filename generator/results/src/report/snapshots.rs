@@ -169,7 +169,7 @@ fn cpu_classes() -> cpu_classes::CpuClassesSection {
         date: "2026-12-01T21:36:19Z".into(),
         host: "vm".into(),
         checks: [(
-            "int8_matches_reference".to_string(),
+            hwmatrix_cell::CheckId::Precision(hwmatrix_cell::Precision::Int8),
             CheckCount {
                 measured: 2,
                 passed,

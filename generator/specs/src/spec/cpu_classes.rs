@@ -44,7 +44,7 @@ pub struct MeasuredClass {
     pub date: String,
     pub host: String,
     /// Per class-scoped check: how many cells that run measured, and how many passed.
-    pub checks: BTreeMap<String, CheckCount>,
+    pub checks: BTreeMap<hwmatrix_cell::CheckId, CheckCount>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
@@ -119,7 +119,7 @@ mod tests {
             date: "2026-12-01T21:36:19Z".into(),
             host: "vm".into(),
             checks: BTreeMap::from([(
-                "int8_matches_reference".into(),
+                hwmatrix_cell::CheckId::Precision(hwmatrix_cell::Precision::Int8),
                 CheckCount {
                     measured: 522,
                     passed: 314,

@@ -15,22 +15,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use hwmatrix_cell::browsers::BrowserVersions;
-use hwmatrix_cell::{Attribution, EngineKind, ErrorKind, Platform, Stage};
+use hwmatrix_cell::{Attribution, CheckId, EngineKind, ErrorKind, Platform, Stage};
 use serde::{Deserialize, Serialize};
 
 use super::{ModelSpec, SpecError, locate_key};
 
 /// The banner every evidence file starts with.
 pub const BANNER: &str = "# Evidence: what runs measured, each failure with who failed, each cell's passes, with provenance.\n# Written by `gen import`; review a change like a snapshot, never edit it by hand.\n";
-
-/// The fixture pipeline's checks (no platform): the float32 export, the
-/// TorchScript trace of a model whose ONNX export failed (libtorch's own
-/// fixture, generator/importer/exporter/torchscript.py), and the generation exporter's
-/// decoder with its cache.
-pub const EXPORT: &str = "export";
-pub const TORCHSCRIPT_EXPORT: &str = "torchscript_export";
-pub const GENERATION_EXPORT: &str = "generation_export";
-pub const PIPELINE_CHECKS: [&str; 3] = [EXPORT, TORCHSCRIPT_EXPORT, GENERATION_EXPORT];
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -48,7 +39,7 @@ pub struct EvidenceFile {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Entry {
-    /// None for the fixture pipeline's checks ([`EXPORT`], [`GENERATION_EXPORT`]).
+    /// None for the fixture pipeline's checks ([`CheckId::PIPELINE`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platform: Option<Platform>,
     /// None for the pipeline, and for a precision check measured before entries
@@ -56,8 +47,8 @@ pub struct Entry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<EngineKind>,
     /// The record's check (`runs`, `int8_matches_reference`, `generates`,
-    /// `int4_quantization`) or a pipeline check.
-    pub check: String,
+    /// `int4_quantization`) or a pipeline check; a name no check has is refused.
+    pub check: CheckId,
     /// The CPU class the entry holds for (`x86-64 avx2`), where it is one
     /// class's: a precision check on a platform that computes on the host's
     /// CPU ([`class_scoped`]), whose integer kernels differ by class. None:
@@ -226,23 +217,22 @@ impl TodaysFixtures {
     /// The digests today's fixtures give for `check` on `engine`: a
     /// generation check reads the generation fixture, every other the
     /// model's (one per component of a model checked as components).
-    pub fn digests(&self, check: &str, engine: EngineKind) -> Vec<String> {
-        let fixtures: Vec<&hwmatrix_cell::content::Content> = if check == hwmatrix_cell::GENERATES {
+    pub fn digests(&self, check: CheckId, engine: EngineKind) -> Vec<String> {
+        let fixtures: Vec<&hwmatrix_cell::content::Content> = if check == CheckId::Generates {
             self.generation.iter().collect()
         } else {
             self.content.iter().collect()
         };
         fixtures
             .into_iter()
-            .map(|c| c.check_digest(check, engine))
+            .map(|c| c.check_digest(check.name(), engine))
             .collect()
     }
 
     /// What today gives for the entry's check. The pipeline's entries (an
     /// export) read no fixture: their key decides.
     pub fn today(&self, entry: &Entry) -> Today<'_> {
-        let generation =
-            entry.check == hwmatrix_cell::GENERATES || entry.check == GENERATION_EXPORT;
+        let generation = matches!(entry.check, CheckId::Generates | CheckId::GenerationExport);
         Today {
             fixture_key: if generation {
                 &self.generation_key
@@ -250,10 +240,9 @@ impl TodaysFixtures {
                 &self.fixture_key
             },
             content: match entry.platform {
-                Some(_) => self.digests(
-                    &entry.check,
-                    entry.engine.unwrap_or(EngineKind::Onnxruntime),
-                ),
+                Some(_) => {
+                    self.digests(entry.check, entry.engine.unwrap_or(EngineKind::Onnxruntime))
+                }
                 None => Vec::new(),
             },
             browsers: self.browsers,
@@ -438,11 +427,11 @@ impl Entry {
 
     /// The order entries are kept in: by name (a pipeline check first), an
     /// entry for every CPU class before each class's own.
-    fn sort_key(&self) -> (&'static str, &'static str, &str, &str) {
+    fn sort_key(&self) -> (&'static str, &'static str, &'static str, &str) {
         (
             self.platform.map_or("", Platform::name),
             self.engine.map_or("", EngineKind::name),
-            &self.check,
+            self.check.name(),
             self.cpu_class.as_deref().unwrap_or(""),
         )
     }
@@ -656,7 +645,7 @@ fn validate(path: &Path, source: &str, file: &EvidenceFile, errors: &mut Vec<Spe
                 .unwrap_or_default(),
             entry.check
         );
-        let pipeline = PIPELINE_CHECKS.contains(&entry.check.as_str());
+        let pipeline = entry.check.is_pipeline();
         let problem = if pipeline == entry.platform.is_some() {
             Some((
                 format!("entry {name}: a pipeline check has no platform, and any other has one"),
@@ -886,7 +875,7 @@ fn merge_on_class(
 /// class whose integer kernels can saturate (no VNNI) is the engine's on that
 /// hardware: the same graph keeps its bounds where VNNI computes it exactly.
 fn on_class(mut entry: Entry, class: &str) -> Entry {
-    let int8 = entry.check == hwmatrix_cell::Precision::Int8.check_name();
+    let int8 = entry.check == CheckId::Precision(hwmatrix_cell::Precision::Int8);
     if int8
         && hwmatrix_cell::cpu_class::int8_may_saturate(class)
         && entry.attribution == Some(Attribution::Model)
@@ -906,7 +895,7 @@ fn on_class(mut entry: Entry, class: &str) -> Entry {
 pub struct EntryKey {
     pub platform: Option<Platform>,
     pub engine: Option<EngineKind>,
-    pub check: String,
+    pub check: CheckId,
     /// The CPU class a [`class_scoped`] check was measured on; None for every other.
     pub cpu_class: Option<String>,
 }
@@ -916,11 +905,8 @@ pub struct EntryKey {
 /// whose integer kernels the CPU's instruction set decides (an int8 graph that
 /// passes with VNNI saturates without it). Float32 checks run the same
 /// float kernels' results on every class and keep one entry for all.
-pub fn class_scoped(platform: Option<Platform>, check: &str) -> bool {
-    platform.is_some_and(Platform::computes_on_host_cpu)
-        && hwmatrix_cell::Precision::ALL
-            .iter()
-            .any(|p| p.check_name() == check)
+pub fn class_scoped(platform: Option<Platform>, check: CheckId) -> bool {
+    platform.is_some_and(Platform::computes_on_host_cpu) && check.precision().is_some()
 }
 
 impl Provenance {
@@ -1120,8 +1106,8 @@ pub fn environment_cause(kind: Option<ErrorKind>) -> &'static str {
 }
 
 impl ModelSpec {
-    /// The fixture pipeline's entry for `check` ([`EXPORT`], [`GENERATION_EXPORT`]).
-    pub fn pipeline_entry(&self, check: &str) -> Option<&Entry> {
+    /// The fixture pipeline's entry for `check` (one of [`CheckId::PIPELINE`]).
+    pub fn pipeline_entry(&self, check: CheckId) -> Option<&Entry> {
         self.evidence
             .iter()
             .find(|e| e.platform.is_none() && e.check == check)
@@ -1130,7 +1116,7 @@ impl ModelSpec {
     /// The export entry, where this environment stopped the fixture pipeline (a library
     /// absent here, our worker's time limit) rather than our harness or the exporters.
     pub fn stopped_by_environment(&self) -> Option<&Entry> {
-        self.pipeline_entry(EXPORT)
+        self.pipeline_entry(CheckId::Export)
             .filter(|e| e.attribution == Some(Attribution::Environment))
     }
 
@@ -1151,7 +1137,7 @@ impl ModelSpec {
         self.export.known_issue_measured
             && !self.export.stage.is_some_and(Stage::is_harness)
             && self.components.is_empty()
-            && self.pipeline_entry(TORCHSCRIPT_EXPORT).is_none()
+            && self.pipeline_entry(CheckId::TorchscriptExport).is_none()
     }
 }
 
@@ -1188,12 +1174,12 @@ impl PipelineFailure {
 
 /// The fixture pipeline's failure as an entry: its stage, who failed, and
 /// this run's provenance.
-pub fn pipeline_failure(check: &str, failure: &PipelineFailure, fixture_key: &str) -> Entry {
+pub fn pipeline_failure(check: CheckId, failure: &PipelineFailure, fixture_key: &str) -> Entry {
     let attribution = failure.attribution();
     Entry {
         platform: None,
         engine: None,
-        check: check.to_string(),
+        check,
         cpu_class: None,
         outcome: EntryOutcome::Failed,
         attribution: Some(attribution),
@@ -1234,7 +1220,7 @@ mod tests {
         Entry {
             platform,
             engine: platform.map(|_| EngineKind::Onnxruntime),
-            check: check.into(),
+            check: check.parse().expect("a check's name"),
             cpu_class: None,
             outcome: EntryOutcome::Failed,
             attribution: Some(Attribution::Engine),
@@ -1309,7 +1295,7 @@ mod tests {
         let key = EntryKey {
             platform: Some(Platform::Cpu),
             engine: Some(EngineKind::Onnxruntime),
-            check: "runs".into(),
+            check: CheckId::Runs,
             cpu_class: None,
         };
         let old = failure(Some(Platform::Cpu), "runs", "runs: failed", "k1");
@@ -1369,23 +1355,59 @@ mod tests {
         );
     }
 
+    /// An entry's check is one a check has: a misspelt name is refused where it stands
+    /// (it was once kept as a string no check would ever match), listing the names.
+    #[test]
+    fn an_entry_naming_no_check_is_refused() {
+        let dir = std::env::temp_dir().join(format!("hwmatrix-evidence-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("evidence")).unwrap();
+        let entry = |check: &str| {
+            format!(
+                "model_type: bert\nentries:\n- platform: cpu\n  engine: onnxruntime\n  check: {check}\n  outcome: failed\n  attribution: model\n  error: e\n  provenance:\n    date: '2026-12-06'\n"
+            )
+        };
+        std::fs::write(dir.join("evidence/bert.yaml"), entry("runs")).unwrap();
+        assert_eq!(read(&dir, "bert").unwrap().entries[0].check, CheckId::Runs);
+        std::fs::write(
+            dir.join("evidence/bert.yaml"),
+            entry("int8_matches_referenc"),
+        )
+        .unwrap();
+        let err = read(&dir, "bert").unwrap_err();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            err.contains("bert.yaml")
+                && err.contains("unknown check `int8_matches_referenc`")
+                && err.contains("int8_matches_reference"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn a_class_scoped_check_keeps_each_cpu_class_its_own_verdict() {
         const AVX2: &str = "x86-64 avx2";
         const VNNI: &str = "x86-64 avx512-vnni";
-        let int8 = "int8_matches_reference";
+        let int8 = CheckId::Precision(hwmatrix_cell::Precision::Int8);
         assert!(class_scoped(Some(Platform::Cpu), int8));
         assert!(class_scoped(Some(Platform::Openvino), int8));
-        assert!(!class_scoped(Some(Platform::Cpu), "matches_reference"));
+        assert!(!class_scoped(
+            Some(Platform::Cpu),
+            CheckId::MatchesReference
+        ));
         assert!(!class_scoped(Some(Platform::Webgpu), int8));
         let on = |class: &str| EntryKey {
             platform: Some(Platform::Cpu),
             engine: Some(EngineKind::Onnxruntime),
-            check: int8.into(),
+            check: int8,
             cpu_class: Some(class.into()),
         };
         let measured_on = |class: &str| {
-            let mut e = failure(Some(Platform::Cpu), int8, "cosine 0.7087, below 0.98", "k");
+            let mut e = failure(
+                Some(Platform::Cpu),
+                int8.name(),
+                "cosine 0.7087, below 0.98",
+                "k",
+            );
             e.attribution = Some(Attribution::Model);
             e.provenance.cpu = Some(format!("{class} (avx2)"));
             e
@@ -1434,7 +1456,7 @@ mod tests {
         let key = |check: &str| EntryKey {
             platform: Some(Platform::Openvino),
             engine: Some(EngineKind::Onnxruntime),
-            check: check.into(),
+            check: check.parse().expect("a check's name"),
             cpu_class: None,
         };
         let old = failure(Some(Platform::Openvino), "runs", "runs: failed", "k1");
@@ -1507,7 +1529,7 @@ mod tests {
             "k2",
         );
         assert_eq!(
-            entries.iter().map(|e| e.check.as_str()).collect::<Vec<_>>(),
+            entries.iter().map(|e| e.check.name()).collect::<Vec<_>>(),
             ["dynamic_shapes"]
         );
     }
@@ -1606,7 +1628,7 @@ mod tests {
                 .is_some_and(|why| why.contains("no engine"))
         );
         // The pipeline's entries are compared with the exporter's pins.
-        let mut export = failure(None, EXPORT, "failed", "k");
+        let mut export = failure(None, "export", "failed", "k");
         export.provenance.library = Some(exporter_libraries());
         assert_eq!(export.stale(&Today::key("k")), None);
         export.provenance.library = Some("torch==1.0.0".into());
@@ -1790,7 +1812,7 @@ mod tests {
             error: error.into(),
         };
         let model = pipeline_failure(
-            EXPORT,
+            CheckId::Export,
             &failed(
                 Stage::Export,
                 "RuntimeError: legacy exporter: x; dynamo exporter: y",
@@ -1807,13 +1829,13 @@ mod tests {
         );
         // The words do not decide: a message that merely mentions a time limit is still the model's.
         let words = pipeline_failure(
-            EXPORT,
+            CheckId::Export,
             &failed(Stage::Export, "RuntimeError: timed out after 300 s"),
             "k",
         );
         assert_eq!(words.attribution, Some(Attribution::Model));
         let ours = pipeline_failure(
-            EXPORT,
+            CheckId::Export,
             &failed(
                 Stage::Reference,
                 "running the tiny model: RuntimeError: shapes",
@@ -1831,7 +1853,7 @@ mod tests {
                 "running the tiny model: ImportError: DinatModel requires the natten library",
             )
         };
-        let absent = pipeline_failure(EXPORT, &absent, "k");
+        let absent = pipeline_failure(CheckId::Export, &absent, "k");
         assert_eq!(
             (absent.attribution, absent.error_kind),
             (
@@ -1845,7 +1867,7 @@ mod tests {
             "a library the model needs is not installed here"
         );
         let limit = pipeline_failure(
-            EXPORT,
+            CheckId::Export,
             &PipelineFailure {
                 stage: Stage::Export,
                 timed_out: true,
@@ -1870,7 +1892,7 @@ mod tests {
             ..failed(Stage::Reference, "RuntimeError: cannot flatten the cache")
         };
         assert_eq!(
-            pipeline_failure(GENERATION_EXPORT, &flatten, "k").attribution,
+            pipeline_failure(CheckId::GenerationExport, &flatten, "k").attribution,
             Some(Attribution::Harness)
         );
         assert_eq!(model.provenance.fixture_key.as_deref(), Some("k"));

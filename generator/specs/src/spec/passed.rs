@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use hwmatrix_cell::{EngineKind, Platform};
+use hwmatrix_cell::{CheckId, EngineKind, Platform};
 use serde::{Deserialize, Serialize};
 
 use super::evidence::{Entry, EntryOutcome, Provenance};
@@ -27,7 +27,7 @@ pub struct PassedCell {
     /// Each check that passed and the digest of the fixture content it read
     /// (hwmatrix_cell::content's check digest, without the CPU the fixture was
     /// built on: `built_on` says that once).
-    pub checks: BTreeMap<String, String>,
+    pub checks: BTreeMap<CheckId, String>,
     /// The CPU (class and kernel features) the fixture was built on, which
     /// decides whether two digests can be compared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -57,7 +57,7 @@ impl PassedCell {
     }
 
     /// Adds a passed check with the content digest its record names.
-    pub fn add(&mut self, check: &str, content: Option<&str>) {
+    pub fn add(&mut self, check: CheckId, content: Option<&str>) {
         let (digest, built_on) = match content.and_then(|c| c.split_once(BUILT_ON)) {
             Some((digest, on)) => (digest.to_string(), Some(on.to_string())),
             None => (content.unwrap_or("-").to_string(), None),
@@ -65,12 +65,12 @@ impl PassedCell {
         if self.built_on.is_none() {
             self.built_on = built_on;
         }
-        self.checks.insert(check.to_string(), digest);
+        self.checks.insert(check, digest);
     }
 
     /// A check's content as records and today's fixtures write it.
-    pub fn content(&self, check: &str) -> Option<String> {
-        let digest = self.checks.get(check).filter(|d| *d != "-")?;
+    pub fn content(&self, check: CheckId) -> Option<String> {
+        let digest = self.checks.get(&check).filter(|d| *d != "-")?;
         Some(match &self.built_on {
             Some(on) => format!("{digest}{BUILT_ON}{on}"),
             None => digest.clone(),
@@ -79,11 +79,11 @@ impl PassedCell {
 
     /// A check's pass in an entry's form, so that staleness is judged by the
     /// one rule entries follow ([`Entry::stale`]).
-    fn as_entry(&self, check: &str) -> Entry {
+    fn as_entry(&self, check: CheckId) -> Entry {
         Entry {
             platform: Some(self.platform),
             engine: Some(self.engine),
-            check: check.to_string(),
+            check,
             cpu_class: None,
             outcome: EntryOutcome::Failed,
             attribution: None,
@@ -98,7 +98,7 @@ impl PassedCell {
                     .provenance
                     .fixture_key
                     .clone()
-                    .filter(|_| check != hwmatrix_cell::GENERATES),
+                    .filter(|_| check != CheckId::Generates),
                 ..self.provenance.clone()
             },
         }
@@ -109,7 +109,7 @@ impl PassedCell {
     pub fn stale(&self, today: &super::evidence::TodaysFixtures) -> Option<String> {
         // Judged per check by the entries' rule: each check read its own parts.
         self.checks.keys().find_map(|check| {
-            let entry = self.as_entry(check);
+            let entry = self.as_entry(*check);
             entry
                 .stale(&today.today(&entry))
                 .map(|why| format!("{check}: {why}"))
@@ -122,8 +122,8 @@ impl PassedCell {
     pub fn same_measurement(&self, new: &PassedCell, fixture_key: &str) -> bool {
         self.checks.keys().eq(new.checks.keys())
             && self.checks.keys().all(|check| {
-                self.as_entry(check)
-                    .fresh_against(&new.as_entry(check), fixture_key)
+                self.as_entry(*check)
+                    .fresh_against(&new.as_entry(*check), fixture_key)
             })
             && self.provenance.library == new.provenance.library
             && self.provenance.cpu == new.provenance.cpu
@@ -186,9 +186,12 @@ mod tests {
                 ..Provenance::default()
             },
         );
-        cell.add("runs", Some(&format!("{digest} on x86-64 avx2 (avx2)")));
         cell.add(
-            "matches_reference",
+            CheckId::Runs,
+            Some(&format!("{digest} on x86-64 avx2 (avx2)")),
+        );
+        cell.add(
+            CheckId::MatchesReference,
             Some(&format!("{digest} on x86-64 avx2 (avx2)")),
         );
         cell
@@ -234,9 +237,9 @@ mod tests {
     fn a_check_content_round_trips_with_the_cpu_it_was_built_on() {
         let c = cell("run-1", "aaaa", "v");
         assert_eq!(
-            c.content("runs").as_deref(),
+            c.content(CheckId::Runs).as_deref(),
             Some("aaaa on x86-64 avx2 (avx2)")
         );
-        assert_eq!(c.content("generates"), None);
+        assert_eq!(c.content(CheckId::Generates), None);
     }
 }

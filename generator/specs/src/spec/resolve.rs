@@ -182,7 +182,7 @@ fn export_known_issue(
 ) -> (Option<String>, bool, Option<Stage>) {
     let pipeline = evidence
         .iter()
-        .find(|e| e.platform.is_none() && e.check == super::evidence::EXPORT);
+        .find(|e| e.platform.is_none() && e.check == hwmatrix_cell::CheckId::Export);
     match (written, pipeline) {
         // A person's `export.known_issue` is about exporting.
         (Some(k), _) => (Some(k), false, Some(Stage::Export)),
