@@ -585,11 +585,15 @@ fn reexport<'a>(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), String> {
+    let slice = slice::Slice::new(
+        specs.models.iter().map(|m| m.spec.model_type.as_str()),
+        options.slice,
+    );
     let failed_at_export: Vec<&LoadedModel> = specs
         .models
         .iter()
         .filter(|m| models.is_empty() || models.contains(&m.spec.model_type))
-        .filter(|m| slice::in_slice(&m.spec.model_type, options.slice))
+        .filter(|m| slice.contains(&m.spec.model_type))
         .filter(|m| {
             m.spec.pipeline_entry(CheckId::Export).is_some_and(|e| {
                 e.stage == Some(Stage::Export)
@@ -659,7 +663,11 @@ fn reexport<'a>(
 /// The cells to measure: those that run, and those the evidence store keeps
 /// from running; verifying, only those with an entry, in the slice asked for.
 fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selected<'a> {
-    let in_slice = |model_type: &str| slice::in_slice(model_type, options.slice);
+    let slice = slice::Slice::new(
+        plan.specs.models.iter().map(|m| m.spec.model_type.as_str()),
+        options.slice,
+    );
+    let in_slice = |model_type: &str| slice.contains(model_type);
     let mut cells = Vec::new();
     let mut at_limit = 0;
     for model in &plan.models {

@@ -25,8 +25,12 @@ pub struct Args {
 pub fn run(cx: &Context, args: &Args, out: &mut dyn Write) -> Result<i32, String> {
     let specs = cx.specs()?;
     let mut plan = cx.plan(&specs)?;
+    let slice = slice::Slice::new(
+        specs.models.iter().map(|m| m.spec.model_type.as_str()),
+        args.slice,
+    );
     plan.models
-        .retain(|m| slice::in_slice(&m.model.spec.model_type, args.slice));
+        .retain(|m| slice.contains(&m.model.spec.model_type));
     if args.test_paths {
         for m in &plan.models {
             let _ = writeln!(out, "{}\t{}", m.model.spec.model_type, m.model.test_path());
