@@ -12,18 +12,18 @@
 #      (gen import --check); from the start of 2 until the tests run, the fixtures (ONNX, its
 #      precision variants, PyTorch references), cached by spec and exporter, built by one Python
 #      worker per core beside the checks and cargo's builds of every test binary the run uses,
-#      for the run's eighth of the architectures and the high-priority models (below; NNCF's
-#      int8 and int4 IR only where checked: the eighth's)
+#      for the run's sixteenth of the architectures and the high-priority models (below; NNCF's
+#      int8 and int4 IR only where checked: the sixteenth's)
 #   4. cargo test --workspace: unit tests, snapshots, CLI tests, and the cpu cells of the
-#      eighth with both engines (ONNX Runtime, and libtorch through tch, linked from the
+#      sixteenth with both engines (ONNX Runtime, and libtorch through tch, linked from the
 #      venv's torch); beside it and the steps after it, in lanes of their own, both
 #      openvino engines' cells (a test process each) and the qnn cells on Qualcomm's HTP
-#      emulator (the eighth's text, vision and audio architectures), then the store's qnn
-#      slice. The eighth is slice K of 8 of the architectures (gen list --slice), K the
-#      commit count modulo 8, with the high-priority models every run: eight commits in a
+#      emulator (the sixteenth's text, vision and audio architectures), then the store's qnn
+#      slice. The sixteenth is slice K of 16 of the architectures (gen list --slice), K the
+#      commit count modulo 16, with the high-priority models every run: 16 commits in a
 #      row measure every cpu, openvino, qnn and wgpu cell (HWMATRIX_ALL_CELLS=1: all of
 #      them in one run)
-#   5. webgpu's quantization checks of the eighth (wgpu's WGSL kernels on Mesa's
+#   5. webgpu's quantization checks of the sixteenth (wgpu's WGSL kernels on Mesa's
 #      lavapipe, five schemes each), the web cells of an eighth of the high-priority models
 #      (webnn and webgpu in headless Chromium, webgpu in Firefox, and webgpu natively through ONNX
 #      Runtime's WebGPU plugin on SwiftShader), and the browser engine's failure test
@@ -96,7 +96,7 @@ kill_tree() {
   for child in $(pgrep -P "$1"); do kill_tree "$child"; done
   kill "$1" 2>/dev/null || true
 }
-trap 'timeline; rm -f "$log" "${lanes_binary:-}" "${background_log[@]}" "${background_ended[@]}"; for pid in "${background_pid[@]}"; do kill_tree "$pid"; done' EXIT
+trap 'timeline; rm -f "$log" "${gen_built:-}" "${lanes_binary:-}" "${venv_ready:-}" "${background_log[@]}" "${background_ended[@]}"; for pid in "${background_pid[@]}"; do kill_tree "$pid"; done' EXIT
 in_background() {
   local name=$1; shift
   background_log[$name]=$(mktemp)
@@ -145,33 +145,79 @@ source tests/setup.sh exports
 # CI (CI=true) never builds incrementally: its clone's target folder, kept between its runs
 # on one machine, is then built the same way each time, not once more from scratch.
 [[ -d "$CARGO_TARGET_DIR/debug" && "${CI:-}" != true ]] || export CARGO_INCREMENTAL=0
-in_background "gen's build" cargo build --locked -p generator --bin gen
+# Every build the run's tests need, one cargo after the other in one job from the start (cargo
+# builds one at a time in a target folder anyway), beside the set-up, which mostly waits on
+# the network and the disk: gen first; then the test binaries that need no libtorch, the
+# lanes' first; last the workspace's, which links the venv's libtorch and so waits for the
+# exporter's venv. Each feature set compiles the generated crate once (its cells exist only
+# with their platform's feature), so there are few: the qnn and openvino cells' (one binary,
+# one process per platform: the ONNX Runtime library is picked per provider; without torch,
+# whose libraries every qnn check's own process would load: 842 s for the qnn cells instead
+# of 625), the web cells' (browser and native), wgpu's kernels', the browser and report
+# tests', and the workspace's (tests/checkpoint.sh and tests/partitions.sh run its generated
+# binary too). Each milestone is a file the run waits for ($gen_built, $lanes_binary, which
+# holds the lanes' binary: the lanes run it directly as soon as it and the fixtures are there,
+# while cargo builds the rest: cargo holds its lock on target/debug only while it builds).
+# Clippy and gen bench's release build come later, beside the web cells (below), in folders
+# of their own: the tests would wait for their lock. With the test binaries built after the
+# exporter's venv, beside the fixtures, a cold run's first test waited for them until 17 min
+# 35 s (their builds took 12 min 53 s there).
+gen_built=$(mktemp) lanes_binary=$(mktemp) venv_ready=$(mktemp)
+rm -f "$gen_built" "$venv_ready"
+build_everything() {
+  local built
+  cargo build --locked -p generator --bin gen
+  touch "$gen_built"
+  built=$(cargo test --locked -p generated --features qnn,openvino --no-run 2>&1) || { echo "$built"; return 1; }
+  echo "$built"
+  built=$(sed -n 's/^ *Executable unittests src\/lib.rs (\(.*\))$/\1/p' <<< "$built")
+  [[ -x "$built" ]] || { echo "error: cargo printed no test binary of generated" >&2; return 1; }
+  echo "$built" > "$lanes_binary"
+  cargo test --locked -p runtime --features wgpu,browser --lib --no-run
+  cargo test --locked -p generated --features webgpu,webnn,firefox --no-run
+  cargo test --locked -p hwmatrix-tests --features web --test browser --test report --no-run
+  until [[ -e "$venv_ready" ]]; do sleep 2; done
+  cargo test --locked --workspace --features generated/torch --no-run
+}
+builds="the builds (gen, then every test binary)"
+in_background "$builds" build_everything
+# Waits for a milestone of the builds (a file with something in it, or a flag); a failed
+# build fails the run with its log.
+wait_for_build() {
+  until [[ -s "$1" || ( -e "$1" && "$1" == "$gen_built" ) ]]; do
+    kill -0 "${background_pid[$builds]}" 2>/dev/null || join_background "$builds"
+    sleep 2
+  done
+}
 # The set-up's first part: the exporter's venv (PyTorch, transformers, ONNX Runtime), which the
-# fixtures and the builds below need, with the plugins in it (exports the venv). The rest of
-# the set-up (OpenVINO's venvs, the web pieces, the tools, the checkpoint) waits on the network
-# and the disk, and runs once the fixtures and the builds have started: the tests need it;
-# they do not (after the whole set-up, a cold run started them 4 minutes in, 2 minutes after
-# the exporter's venv was ready).
+# fixtures and the workspace's build need, with the plugins in it (exports the venv). The rest
+# of the set-up (OpenVINO's venvs, the web pieces, the tools, the checkpoint) waits on the
+# network and the disk, and runs once the fixtures have started: the tests need it; they do
+# not (after the whole set-up, a cold run started them 4 minutes in, 2 minutes after the
+# exporter's venv was ready).
 source tests/setup.sh exporter plugins
-join_background "gen's build"
-# gen's binary, called directly from here on: the test binaries' builds below
-# hold cargo's lock on the target folder, and `cargo run` would wait for them.
+touch "$venv_ready"
+wait_for_build "$gen_built"
+# gen's binary, called directly from here on: the builds hold cargo's lock on the target
+# folder, and `cargo run` would wait for them.
 gen="$CARGO_TARGET_DIR/debug/gen"
 
-# The run's slice: each run measures the cells of an eighth of the architectures (slice K of
-# 8, K the commit count modulo 8: `gen list --slice` cuts by each model's model_type) on cpu
-# (both engines), openvino (both engines, NNCF's formats included), qnn (its text, vision and
-# audio architectures) and wgpu's kernels, and the high-priority models' every run: eight
-# commits in a row measure every such cell, and a cell that regresses fails the run that
-# measures it (its test). The store's slices below (16 and 64 commits) fall inside this one,
-# so they read fixtures it exported. A cell this run does not reach shows in its report with
+# The run's slice: each run measures the cells of a sixteenth of the architectures (slice K of
+# 16, K the commit count modulo 16: `gen list --slice` cuts them into slices that differ by
+# one model at most) on cpu (both engines), openvino (both engines, NNCF's formats included),
+# qnn (its text, vision and audio architectures) and wgpu's kernels, and the high-priority
+# models' every run: 16 commits in a row measure every such cell, and a cell that regresses
+# fails the run that measures it (its test). An eighth a run (slices of 67 to 90 models then,
+# by a hash modulo 8) took a cold run 47 to 60 minutes, its export 8 to 15 of them. The
+# store's slices below (16 and 64 commits) fall inside this one, so they read fixtures it
+# exported. A cell this run does not reach shows in its report with
 # the run that last measured it (the evidence store's entries and `passed:` blocks, written
 # by `gen import`). The fixtures exported are the slice's, the high-priority models', those
 # tests/partitions.sh reads (the text encoders a to c) and those the workspace's tests read.
 # The whole matrix in one run: HWMATRIX_ALL_CELLS=1 (every slice, and every model's web
 # cells), or `gen import --platform P` per platform, which also writes the store
 # (docs/measurements.md, "The full sweep").
-cells="$((commit % 8))/8"
+cells="$((commit % 16))/16"
 # The seeds' 13 high-priority models (their test modules: web_modules below).
 high_priority_models=()
 for spec in $(grep -l '^priority: high' -r model-specs/models | sort); do
@@ -209,7 +255,7 @@ for model_type in $(grep -rhoE 'gen fixtures --model [a-z0-9_-]+' tests/tests | 
   run_models+=(--model "$model_type")
 done
 # That test wants every model's fixture, which a slice's run does not export; `gen fixtures`
-# fails the run on an export that fails unexpectedly, so eight runs check every model's.
+# fails the run on an export that fails unexpectedly, so 16 runs check every model's.
 [[ -n "${HWMATRIX_ALL_CELLS:-}" ]] || outside_run+=(--skip ledger::every_model_has_a_fixture_or_a_reason)
 
 # The fixtures (Python: one worker per core) are exported from now on, beside
@@ -221,46 +267,10 @@ done
 # the models whose nncf checks this run runs (the slice's, which holds the store's slice).
 step "fixtures (${HWMATRIX_FIXTURES:-$cache/fixtures}) of slice $cells and the high-priority models ($((${#run_models[@]} / 2)) models), exported beside the checks and the builds below"
 in_background "the fixtures" "$gen" fixtures --no-nncf "${run_models[@]}"
-# Every test binary the run uses, one cargo after the other (cargo builds one
-# at a time in a target folder anyway). Each feature set compiles the generated
-# crate once (its cells exist only with their platform's feature), so there are
-# few: the qnn and openvino cells' (one binary, one process per platform: the ONNX
-# Runtime library is picked per provider; without torch, whose libraries every qnn
-# check's own process would load: 842 s for the qnn cells instead of 625), the
-# workspace's (tests/checkpoint.sh and tests/partitions.sh run its generated binary
-# too), the web cells' (browser and native), wgpu's kernels', and the browser and
-# report tests'. The lanes' binary (qnn and openvino) comes first and its path is
-# written to $lanes_binary: the lanes run it directly as soon as it and the fixtures
-# are there, beside the other builds (cargo holds its lock on target/debug only while
-# it builds, and running a built test binary needs none; they started 4 minutes
-# later when they waited for every build). Clippy and gen bench's release build come
-# later, beside the web cells (below), in folders of their own: the tests would wait
-# for their lock.
-lanes_binary=$(mktemp)
-build_test_binaries() {
-  local built
-  built=$(cargo test --locked -p generated --features qnn,openvino --no-run 2>&1) || { echo "$built"; return 1; }
-  echo "$built"
-  built=$(sed -n 's/^ *Executable unittests src\/lib.rs (\(.*\))$/\1/p' <<< "$built")
-  [[ -x "$built" ]] || { echo "error: cargo printed no test binary of generated" >&2; return 1; }
-  echo "$built" > "$lanes_binary"
-  cargo test --locked --workspace --features generated/torch --no-run
-  cargo test --locked -p runtime --features wgpu,browser --lib --no-run
-  cargo test --locked -p generated --features webgpu,webnn,firefox --no-run
-  cargo test --locked -p hwmatrix-tests --features web --test browser --test report --no-run
-}
-in_background "the test binaries' builds" build_test_binaries
 # The generated crate's qnn and openvino cells, run by their binary (as cargo test runs it:
-# from the crate's folder), once the builds have written it; a failed build fails the run
-# with its log.
+# from the crate's folder), once the builds have written it.
 lanes_cells() {
   (cd generated && "$(<"$lanes_binary")" "$@")
-}
-wait_for_lanes_binary() {
-  until [[ -s "$lanes_binary" ]]; do
-    kill -0 "${background_pid["the test binaries' builds"]}" 2>/dev/null || join_background "the test binaries' builds"
-    sleep 2
-  done
 }
 
 # The rest of the set-up (see above).
@@ -298,7 +308,7 @@ step "each spec's category, architecture type and task against transformers' reg
 "$gen" import --check
 
 join_background "the fixtures"
-wait_for_lanes_binary
+wait_for_build "$lanes_binary"
 
 # One ONNX Runtime build per process: the openvino cells run in a test
 # process of their own, with OpenVINO's build (cpu cells are not selected).
@@ -343,8 +353,8 @@ in_background "OpenVINO's runtime cells" openvino_runtime_cells
 # entry (passed, failed and who failed); a disagreement fails the run and names the entry
 # (accepting it is `gen import --platform P`, a reviewed diff). The slice follows the
 # commit count (a shallow clone has no count: its commit hash picks the slice) and lies
-# inside the run's eighth (`gen list --slice`), whose fixtures it reads: sixteen
-# commits in a row cover every stored cell of cpu, openvino and qnn (a slice of eight took
+# inside the run's sixteenth (it is that slice; `gen list --slice`), whose fixtures it reads:
+# sixteen commits in a row cover every stored cell of cpu, openvino and qnn (a slice of eight took
 # 20 minutes of a run: most stored qnn cells fail slowly, compiling for the emulator),
 # sixty-four those of the browser's webgpu and webnn, whose cells take longest
 # (SwiftShader, WebNN's CPU backend: a slice of 32, cut by model, took 12 minutes of a
@@ -357,7 +367,7 @@ native="$((commit % 16))/16" web="$((commit % 64))/64"
 # process of its own (the emulator has crashed its process), one at a time: 905
 # checks took 11 minutes of the run. The text, vision and audio architectures, the
 # categories `gen import --platform qnn` has measured (the other categories' cells have
-# no qnn evidence yet: docs/platforms.md), the run's eighth of them (eight commits in a
+# no qnn evidence yet: docs/platforms.md), the run's sixteenth of them (16 commits in a
 # row run them all; the store's failures are re-verified by its slices),
 # and the high-priority ones among them every run; the store's qnn slice follows in their lane.
 qnn_filters=()
@@ -373,7 +383,7 @@ qnn_lane() {
 step "the qnn cells of slice $cells of the text, vision and audio architectures and of their high-priority models (Qualcomm's HTP emulator, provider verified from the session profile), then the store's qnn slice $native, beside the steps below"
 in_background "the qnn cells and the store's qnn slice" qnn_lane
 
-join_background "the test binaries' builds"
+join_background "$builds"
 step "cargo test --workspace (the cpu cells of slice $cells and the high-priority models run for real; target $CARGO_TARGET_DIR)"
 cargo test --locked --workspace --features generated/torch -- "${outside_run[@]}" 2>&1 | tee -a "$log"
 
