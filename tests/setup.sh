@@ -102,7 +102,8 @@ if (( ${#missing[@]} )); then
 fi
 # Mesa 25's lavapipe for webgpu's native engine: Debian 12's Mesa 22.3 lavapipe is
 # rejected by Dawn and SwiftShader has no shader-f16 (so no fp16 or q4f16 check could
-# run); bookworm-backports' Mesa 25 has both (DESIGN.md). Its package is fetched through
+# run); bookworm-backports' Mesa 25 has both (docs/platforms.md, "The web platforms").
+# Its package is fetched through
 # an apt index of bookworm-backports kept in the cache and unpacked there, with an ICD
 # file of its own naming the driver by absolute path: the system's packages stay as
 # they are. tests/run.sh points VK_ICD_FILENAMES at it ($HWMATRIX_LAVAPIPE_ICD).
