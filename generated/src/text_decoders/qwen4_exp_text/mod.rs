@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "qwen4_exp_text",
     category: "text_decoders",
     spec_path: "model-specs/models/text_decoders/qwen4_exp_text.yaml",
-    spec_digest: "c7b2137cf5da6414b15dc035278218391361952e4da10423052a22e12184faeb",
+    spec_digest: "d524fd35a71df34819c71f84f5622ae5c9e313cb25ec019dc05b446eff3cd9a8",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
@@ -50,7 +50,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
 };
 /// Its generation fixture: the spec's digest as the generation exporter receives it, and the cache it declares (`cache:`).
 pub static GENERATION: runtime::GenerationDecl = runtime::GenerationDecl {
-    spec_digest: "32d469d5cc5a66b427de08bf79cd39c5690c3b1dc8ccc0e0420f30ea2428bbcd",
+    spec_digest: "e5bf248dcf9bec0bc12f74830c82bdd81cf622a793922595b27170cbfaa7be93",
     cache: &[
         runtime::TensorDecl {
             name: "past_key_values.0.conv_state",
