@@ -145,6 +145,27 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
+    pub const ALL: [EngineKind; 6] = [
+        EngineKind::Onnxruntime,
+        EngineKind::Libtorch,
+        EngineKind::Wgpu,
+        EngineKind::Browser,
+        EngineKind::Openvino,
+        EngineKind::Firefox,
+    ];
+
+    /// The engine a record or a report names (`onnxruntime`, `wgpu`).
+    pub fn from_name(name: &str) -> Option<EngineKind> {
+        EngineKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Whether its checks run whole models. wgpu's do not: they run our WGSL quantization
+    /// kernels on a model's sampled matrix-product layers, evidence about the kernels on an
+    /// adapter that never says the model runs on its platform (the report keeps them apart).
+    pub fn runs_whole_models(self) -> bool {
+        self != EngineKind::Wgpu
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Onnxruntime => "onnxruntime",

@@ -401,18 +401,23 @@ pub struct Report {
     pub recommendations: Recommendations,
 }
 
-/// Engines of one platform that run the same kernels, so their verdicts must agree: webgpu's
-/// browser engine (onnxruntime-web's `webgpu` bundle, the C++ WebGPU provider in wasm) and its
-/// native one (the same provider as ONNX Runtime's plugin, with Dawn); openvino's ONNX Runtime
-/// provider and OpenVINO's own runtime (both OpenVINO's CPU plugin, the provider build bundling an
-/// older OpenVINO); onnxruntime-web's bundle in Chromium and in Firefox (the same wasm, on
-/// Dawn and on wgpu). Where they disagree, one of them (the wasm build, the browser's WebGPU or
+/// Engines of one platform that run the same kernels, so their verdicts must agree
+/// (hardware.yaml's `same_kernels`, by name): webgpu's browser engine and its native one,
+/// onnxruntime-web in Chromium and in Firefox, openvino's ONNX Runtime provider and OpenVINO's
+/// own runtime. Where they disagree, one of them (the wasm build, the browser's WebGPU or
 /// adapter, the plugin, the provider build) is the finding, not the model.
-pub const SAME_KERNELS: [(&str, [&str; 2]); 3] = [
-    ("webgpu", ["browser", "onnxruntime"]),
-    ("webgpu", ["browser", "firefox"]),
-    ("openvino", ["onnxruntime", "openvino"]),
-];
+fn same_kernels(specs: &hwmatrix_specs::spec::Specs) -> Vec<(&'static str, [&'static str; 2])> {
+    specs
+        .hardware
+        .platforms
+        .iter()
+        .flat_map(|(platform, spec)| {
+            spec.same_kernels
+                .iter()
+                .map(|[a, b]| (platform.name(), [a.name(), b.name()]))
+        })
+        .collect()
+}
 
 /// A model both same-kernel engines measured, with different verdicts.
 #[derive(Debug, Serialize)]
@@ -425,11 +430,14 @@ pub struct EngineDisagreement {
 
 /// The models whose same-kernel engines both have a verdict (passed, or failed: a failure
 /// now or a known issue a measurement recorded; not ignored or not run) and disagree.
-fn engine_disagreements(cells: &[Cell]) -> Vec<EngineDisagreement> {
+fn engine_disagreements(
+    cells: &[Cell],
+    same_kernels: &[(&str, [&str; 2])],
+) -> Vec<EngineDisagreement> {
     let measured = |s: Status| matches!(s, Status::Passed | Status::Failed | Status::KnownIssue);
     let passed = |c: &Cell| c.status == Status::Passed;
     let mut found = Vec::new();
-    for (platform, engines) in SAME_KERNELS {
+    for &(platform, engines) in same_kernels {
         let mut by_model: BTreeMap<&str, Vec<&Cell>> = BTreeMap::new();
         for cell in cells.iter().filter(|c| {
             c.platform == platform && engines.contains(&c.engine.as_str()) && measured(c.status)
@@ -452,11 +460,25 @@ fn engine_disagreements(cells: &[Cell]) -> Vec<EngineDisagreement> {
     found
 }
 
-/// The engine whose checks are not model runs: wgpu runs our WGSL quantization kernels on a
-/// model's sampled matrix-product layers. Its evidence is about those kernels on the platform's
-/// adapter; it never says the model runs on webgpu, so it stays out of the platform bars, the
-/// summary, the stages, the matrices and the performance table, and is reported on its own.
-pub const KERNEL_ENGINE: &str = "wgpu";
+/// Whether an engine's checks are kernel checks, not model runs
+/// ([`hwmatrix_cell::EngineKind::runs_whole_models`]: wgpu runs our WGSL quantization kernels on
+/// a model's sampled matrix-product layers). Their evidence is about those kernels on the
+/// platform's adapter; it never says the model runs there, so it stays out of the platform
+/// bars, the summary, the stages, the matrices and the performance table, and is reported on
+/// its own.
+pub fn is_kernel_engine(engine: &str) -> bool {
+    hwmatrix_cell::EngineKind::from_name(engine).is_some_and(|k| !k.runs_whole_models())
+}
+
+/// The engines whose checks are kernel checks, by name.
+fn kernel_engines() -> String {
+    hwmatrix_cell::EngineKind::ALL
+        .into_iter()
+        .filter(|k| !k.runs_whole_models())
+        .map(|k| k.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 #[derive(Debug, Serialize)]
 pub struct KernelChecks {
@@ -472,7 +494,7 @@ impl KernelChecks {
         let mut counts = Counts::default();
         cells.iter().for_each(|c| counts.add(c.status));
         KernelChecks {
-            engine: KERNEL_ENGINE.into(),
+            engine: kernel_engines(),
             what: "our WGSL quantization kernels (wgpu) on each model's sampled matrix-product layers, one check per scheme: evidence about the kernels on that adapter (do they compute the quantized product right?), not a run of the model; the specs' web_quantization ratings are not judged here (a tiny model's random weights cannot support or contradict them: only a real checkpoint's records can)".into(),
             counts,
             issues: issues(&cells),
@@ -484,7 +506,7 @@ impl KernelChecks {
 /// The cells that run the model, and the kernel checks apart.
 fn split_kernel_checks(cells: Vec<Cell>) -> (Vec<Cell>, KernelChecks) {
     let (kernel, model_runs): (Vec<Cell>, Vec<Cell>) =
-        cells.into_iter().partition(|c| c.engine == KERNEL_ENGINE);
+        cells.into_iter().partition(|c| is_kernel_engine(&c.engine));
     (model_runs, KernelChecks::of(kernel))
 }
 
@@ -550,13 +572,13 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
     let matrices = matrices(specs, &cells, &platform_names);
     let source = source(db, runs)?;
     let performance = performance(&evidence);
-    let engine_ratios = engine_ratios(&performance);
+    let engine_ratios = engine_ratios(&performance, &cpu_comparisons(specs));
     let recommendations = Recommendations {
         fastest_verified_platform: fastest(&cells, &performance),
         contradicted_expectations: contradictions(&cells),
     };
     let stages = stage_rows(&cells, &platform_names);
-    let engine_disagreements = engine_disagreements(&cells);
+    let engine_disagreements = engine_disagreements(&cells, &same_kernels(specs));
     let precision = precision_of(plan, db, runs, &evidence)?;
     let generation = generation::generation_evidence(&evidence);
     Ok(Report {
@@ -886,7 +908,7 @@ pub(super) fn required_checks(
     platform: &str,
     engine: &str,
 ) -> Vec<hwmatrix_cell::CheckId> {
-    if engine == KERNEL_ENGINE {
+    if is_kernel_engine(engine) {
         model
             .quantization
             .iter()
@@ -1004,7 +1026,7 @@ fn platform_summary(platform: &str, cells: &[Cell], evidence: &[Evidence]) -> Pl
         .for_each(|c| counts.add(c.status));
     let measured = evidence.iter().filter(|e| {
         e.platform == platform
-            && e.engine_kind != KERNEL_ENGINE
+            && !is_kernel_engine(&e.engine_kind)
             && matches!(e.status, Outcome::Passed | Outcome::Failed)
     });
     let mut hosts: Vec<String> = measured.clone().map(|e| e.host.clone()).collect();
@@ -1105,7 +1127,7 @@ fn performance(evidence: &[Evidence]) -> Vec<Performance> {
         .filter(|e| {
             e.status == Outcome::Passed
                 && e.precision == "float32"
-                && e.engine_kind != KERNEL_ENGINE
+                && !is_kernel_engine(&e.engine_kind)
         })
         .filter_map(|e| {
             let timing = e.body.timing.as_ref()?;
@@ -1144,13 +1166,26 @@ fn performance(evidence: &[Evidence]) -> Vec<Performance> {
 /// A platform and one of its engines, by name: `("openvino", "openvino")`.
 pub type PlatformEngine = (&'static str, &'static str);
 
-/// Engines that run on the CPU of the machine that runs the cpu cells, each compared with ONNX
-/// Runtime's CPU provider there: (baseline platform, engine), (platform, engine). The one
-/// performance comparison a machine without the other platforms' hardware makes honestly.
-pub const CPU_COMPARISONS: [(PlatformEngine, PlatformEngine); 2] = [
-    (("cpu", "onnxruntime"), ("openvino", "openvino")),
-    (("cpu", "onnxruntime"), ("openvino", "onnxruntime")),
-];
+/// Engines that run on the CPU of the machine that runs the cpu cells (hardware.yaml's
+/// `compared_with_cpu`), each compared with ONNX Runtime's CPU provider there: (baseline
+/// platform, engine), (platform, engine). The one performance comparison a machine without
+/// the other platforms' hardware makes honestly.
+fn cpu_comparisons(specs: &hwmatrix_specs::spec::Specs) -> Vec<(PlatformEngine, PlatformEngine)> {
+    let baseline = (
+        hwmatrix_cell::Platform::Cpu.name(),
+        hwmatrix_cell::EngineKind::Onnxruntime.name(),
+    );
+    specs
+        .hardware
+        .platforms
+        .iter()
+        .flat_map(|(platform, spec)| {
+            spec.compared_with_cpu
+                .iter()
+                .map(move |k| (baseline, (platform.name(), k.name())))
+        })
+        .collect()
+}
 
 /// One model's latency on an engine over ONNX Runtime's CPU provider's: the same check (the
 /// same fixture and inputs), the same conditions (threads, checks in flight, runs).
@@ -1171,9 +1206,12 @@ pub struct EngineRatio {
 
 /// Every model timed by both engines of a CPU comparison under the same conditions; a pair
 /// timed under different ones (another number of checks in flight) is no comparison.
-fn engine_ratios(performance: &[Performance]) -> Vec<EngineRatio> {
+fn engine_ratios(
+    performance: &[Performance],
+    comparisons: &[(PlatformEngine, PlatformEngine)],
+) -> Vec<EngineRatio> {
     let mut ratios = Vec::new();
-    for ((base_platform, base_engine), (platform, engine)) in CPU_COMPARISONS {
+    for &((base_platform, base_engine), (platform, engine)) in comparisons {
         for p in performance
             .iter()
             .filter(|p| p.platform == platform && p.engine == engine && !p.stands_in)
@@ -1499,9 +1537,9 @@ mod tests {
     #[test]
     fn wgpu_kernel_checks_are_reported_apart_and_never_count_as_webgpu_model_runs() {
         let mut kernel = cell("webgpu", Status::Passed, Some("pass"));
-        kernel.engine = KERNEL_ENGINE.into();
+        kernel.engine = "wgpu".into();
         let mut failed_kernel = cell("webgpu", Status::Failed, Some("mismatch"));
-        failed_kernel.engine = KERNEL_ENGINE.into();
+        failed_kernel.engine = "wgpu".into();
         let browser = cell("webgpu", Status::KnownIssue, Some("run"));
         let (model_runs, kernels) = split_kernel_checks(vec![kernel, browser, failed_kernel]);
         assert_eq!(model_runs.len(), 1, "only the browser cell runs the model");
@@ -1551,18 +1589,22 @@ mod tests {
                 record: format!("{platform}-{engine}-{model}"),
             };
         let alone = "threads 1, 0 other checks in flight, 10 runs";
-        let found = engine_ratios(&[
-            timed("cpu", "onnxruntime", "bert", 2.0, alone),
-            timed("openvino", "openvino", "bert", 1.0, alone),
-            timed(
-                "cpu",
-                "onnxruntime",
-                "vit",
-                2.0,
-                "threads 1, 1 other checks in flight, 10 runs",
-            ),
-            timed("openvino", "openvino", "vit", 1.0, alone),
-        ]);
+        let comparisons = [(("cpu", "onnxruntime"), ("openvino", "openvino"))];
+        let found = engine_ratios(
+            &[
+                timed("cpu", "onnxruntime", "bert", 2.0, alone),
+                timed("openvino", "openvino", "bert", 1.0, alone),
+                timed(
+                    "cpu",
+                    "onnxruntime",
+                    "vit",
+                    2.0,
+                    "threads 1, 1 other checks in flight, 10 runs",
+                ),
+                timed("openvino", "openvino", "vit", 1.0, alone),
+            ],
+            &comparisons,
+        );
         assert_eq!(
             found.len(),
             1,
@@ -1607,7 +1649,11 @@ mod tests {
                 ..on("cpu_only", "libtorch", Status::Failed)
             },
         ];
-        let found = engine_disagreements(&cells);
+        let same_kernels = [
+            ("webgpu", ["browser", "onnxruntime"]),
+            ("openvino", ["onnxruntime", "openvino"]),
+        ];
+        let found = engine_disagreements(&cells, &same_kernels);
         let models: Vec<&str> = found.iter().map(|d| d.model.as_str()).collect();
         assert_eq!(models, ["differ", "issue_vs_pass"]);
         assert_eq!(

@@ -13,7 +13,7 @@ use crate::Evidence;
 use hwmatrix_record::Agreement;
 use serde::Serialize;
 
-use super::{Counts, KERNEL_ENGINE, Status, median};
+use super::{Counts, Status, is_kernel_engine, median};
 use hwmatrix_specs::plan::Plan;
 
 /// One format on one engine of one platform, over the models of one kind of weights.
@@ -307,7 +307,7 @@ pub fn precision_evidence(
     checkpoint_evidence: &[Evidence],
 ) -> PrecisionEvidence {
     let is_precision_check = |e: &&Evidence| {
-        e.precision != "float32" && e.engine_kind != KERNEL_ENGINE && e.check != super::BENCH
+        e.precision != "float32" && !is_kernel_engine(&e.engine_kind) && e.check != super::BENCH
     };
     type Key = (String, String, String, String);
     let mut groups: BTreeMap<Key, (Counts, Vec<f64>, Vec<f64>)> = BTreeMap::new();

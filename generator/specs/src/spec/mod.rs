@@ -324,6 +324,12 @@ fn check_hardware(
                 format!("platform `{platform}` lists no engine"),
                 "list at least one of onnxruntime, libtorch, wgpu, browser",
             )),
+            Some(p) if let Some(stray) = p.same_kernels.iter().flatten().chain(&p.compared_with_cpu).find(|k| !p.engines.iter().any(|e| e.kind() == **k)) => errors.push(SpecError::new(
+                path,
+                locate_key(src, if p.same_kernels.iter().flatten().any(|k| k == stray) { "same_kernels" } else { "compared_with_cpu" }, 4).unwrap_or((1, 1)),
+                format!("platform `{platform}` names engine `{}`, which it does not list", stray.name()),
+                "name only engines of the platform's `engines`",
+            )),
             Some(_) => {}
         }
     }

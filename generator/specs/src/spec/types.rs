@@ -69,6 +69,16 @@ pub struct PlatformSpec {
     /// engine here has crashed its process): the policy, as data.
     #[serde(default)]
     pub checks_in_own_process: Option<String>,
+    /// Pairs of this platform's engines that run the same kernels, so their verdicts must
+    /// agree: the report lists a model they disagree on (one of the engines is the finding
+    /// there, not the model).
+    #[serde(default)]
+    pub same_kernels: Vec<[EngineKind; 2]>,
+    /// This platform's engines that compute on the CPU of the machine that runs the cpu
+    /// cells: each is timed against ONNX Runtime's CPU provider there (the report's engine
+    /// ratios), the one speed comparison a machine without other hardware makes honestly.
+    #[serde(default)]
+    pub compared_with_cpu: Vec<EngineKind>,
 }
 
 /// The precision a platform's hardware computes float32 graphs in, and why.
