@@ -1470,13 +1470,8 @@ pub fn records_in(dir: &Path) -> Result<Vec<(Record, String)>, String> {
         let text =
             std::fs::read_to_string(file).map_err(|e| format!("error: {}: {e}", file.display()))?;
         for (n, line) in text.lines().enumerate() {
-            let record: Record = serde_json::from_str(line).map_err(|e| {
-                format!(
-                    "error: {}:{}: not a record this gen reads: {e}",
-                    file.display(),
-                    n + 1
-                )
-            })?;
+            let record = Record::from_line(line)
+                .map_err(|e| format!("error: {}:{}: {e}", file.display(), n + 1))?;
             let id = hwmatrix_cell::content::hex(&sha2::Sha256::digest(line.as_bytes()));
             records.push((record, id[..16].to_string()));
         }
@@ -1754,6 +1749,26 @@ mod tests {
             ..crash
         };
         assert_eq!(attribution(&model, crash), Some(Attribution::Environment));
+    }
+
+    /// The store reads record files as the results database does (Record::from_line): a
+    /// record from before `engine_kind` gets it from its `engine`, and a line no record
+    /// reads is refused with its file and line.
+    #[test]
+    fn records_are_read_as_the_database_reads_them() {
+        let dir = std::env::temp_dir().join(format!("hwmatrix-records-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut old =
+            serde_json::to_value(record(Platform::Cpu, Outcome::Passed, None, "CPU")).unwrap();
+        old.as_object_mut().unwrap().remove("engine_kind");
+        old["engine"] = "onnxruntime, CPUExecutionProvider".into();
+        std::fs::write(dir.join("old.jsonl"), format!("{old}\n")).unwrap();
+        let read = records_in(&dir).unwrap();
+        assert_eq!(read[0].0.engine_kind, EngineKind::Onnxruntime);
+        std::fs::write(dir.join("torn.jsonl"), "{\"run_id\": \n").unwrap();
+        let err = records_in(&dir).unwrap_err();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(err.contains("torn.jsonl:1: not JSON"), "{err}");
     }
 
     #[test]

@@ -4,7 +4,6 @@ use std::path::Path;
 
 use hwmatrix_record::{ErrorKind, Record};
 use rusqlite::params;
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::Database;
@@ -58,7 +57,7 @@ impl Database {
                 if line.trim().is_empty() {
                     continue;
                 }
-                let record = match parse(line) {
+                let record = match Record::from_line(line) {
                     Ok(record) => record,
                     Err(why) => {
                         // A writer killed mid-line leaves the last line without its newline.
@@ -116,38 +115,6 @@ impl Database {
             .map_err(|e| format!("{}: {e}", self.path.display()))?;
         Ok(summary)
     }
-}
-
-/// A line as a record: a JSON object that the record's own types read
-/// (hwmatrix-record), so a field of the wrong type or a status no gen knows is
-/// rejected here, with serde's account of where, not misread by a report.
-fn parse(line: &str) -> Result<Record, String> {
-    let mut value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON ({e})"))?;
-    let Some(object) = value.as_object_mut() else {
-        return Err("not a JSON object".into());
-    };
-    // Records written before the engine_kind field name their engine only in
-    // `engine` ("onnxruntime, CPUExecutionProvider"). Those of "wgpu" were
-    // webgpu's whole-model cells before it had an engine; wgpu now runs only
-    // the quantization checks, so they describe no cell of today.
-    if !object.contains_key("engine_kind") {
-        let engine = object.get("engine").and_then(Value::as_str).unwrap_or("");
-        let kind = if engine.starts_with("onnxruntime-web") {
-            Some("browser")
-        } else {
-            ["onnxruntime", "libtorch"]
-                .into_iter()
-                .find(|k| engine.split(',').next().map(str::trim) == Some(*k))
-        };
-        match kind {
-            Some(kind) => {
-                object.insert("engine_kind".into(), Value::String(kind.into()));
-            }
-            None if engine == "wgpu" => return Err("a record of webgpu's whole-model cell from before it had an engine (engine `wgpu`, no engine_kind)".into()),
-            None => {}
-        }
-    }
-    serde_json::from_value(value).map_err(|e| format!("not a record: {e}"))
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {

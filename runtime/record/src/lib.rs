@@ -91,6 +91,42 @@ pub struct Record {
 }
 
 impl Record {
+    /// A line of a record file as a record: a JSON object that the record's own types read,
+    /// so a field of the wrong type or a status no gen knows is refused with serde's account
+    /// of where, never misread by a reader. The one reader of record lines (the results
+    /// database's import and the evidence store's measurement both use it): records written
+    /// before the engine_kind field name their engine only in `engine` ("onnxruntime,
+    /// CPUExecutionProvider"), which fills it in. Those of "wgpu" were webgpu's whole-model
+    /// cells before it had an engine; wgpu now runs only the quantization checks, so they
+    /// describe no cell of today and are refused.
+    pub fn from_line(line: &str) -> Result<Record, String> {
+        use serde_json::Value;
+        let mut value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON ({e})"))?;
+        let Some(object) = value.as_object_mut() else {
+            return Err("not a JSON object".into());
+        };
+        if !object.contains_key("engine_kind") {
+            let engine = object.get("engine").and_then(Value::as_str).unwrap_or("");
+            let kind = if engine.starts_with("onnxruntime-web") {
+                Some("browser")
+            } else {
+                ["onnxruntime", "libtorch"]
+                    .into_iter()
+                    .find(|k| engine.split(',').next().map(str::trim) == Some(*k))
+            };
+            match kind {
+                Some(kind) => {
+                    object.insert("engine_kind".into(), Value::String(kind.into()));
+                }
+                None if engine == "wgpu" => {
+                    return Err("a record of webgpu's whole-model cell from before it had an engine (engine `wgpu`, no engine_kind)".into());
+                }
+                None => {}
+            }
+        }
+        serde_json::from_value(value).map_err(|e| format!("not a record: {e}"))
+    }
+
     /// What kind of device the check ran on: the record's own account, else
     /// (records written before it was recorded) read from the device's words,
     /// the one place that still reads them.
