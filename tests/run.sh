@@ -96,7 +96,7 @@ kill_tree() {
   for child in $(pgrep -P "$1"); do kill_tree "$child"; done
   kill "$1" 2>/dev/null || true
 }
-trap 'timeline; rm -f "$log" "${gen_built:-}" "${lanes_binary:-}" "${venv_ready:-}" "${background_log[@]}" "${background_ended[@]}"; for pid in "${background_pid[@]}"; do kill_tree "$pid"; done' EXIT
+trap 'timeline; rm -f "$log" "${gen_built:-}" "${lanes_binary:-}" "${workspace_built:-}" "${workspace_tested:-}" "${venv_ready:-}" "${background_log[@]}" "${background_ended[@]}"; for pid in "${background_pid[@]}"; do kill_tree "$pid"; done' EXIT
 in_background() {
   local name=$1; shift
   background_log[$name]=$(mktemp)
@@ -147,44 +147,48 @@ source tests/setup.sh exports
 [[ -d "$CARGO_TARGET_DIR/debug" && "${CI:-}" != true ]] || export CARGO_INCREMENTAL=0
 # Every build the run's tests need, one cargo after the other in one job from the start (cargo
 # builds one at a time in a target folder anyway), beside the set-up, which mostly waits on
-# the network and the disk: gen first; then the test binaries that need no libtorch, the
-# lanes' first; last the workspace's, which links the venv's libtorch and so waits for the
-# exporter's venv. Each feature set compiles the generated crate once (its cells exist only
-# with their platform's feature), so there are few: the qnn and openvino cells' (one binary,
-# one process per platform: the ONNX Runtime library is picked per provider; without torch,
-# whose libraries every qnn check's own process would load: 842 s for the qnn cells instead
-# of 625), the web cells' (browser and native), wgpu's kernels', the browser and report
-# tests', and the workspace's (tests/checkpoint.sh and tests/partitions.sh run its generated
-# binary too). Each milestone is a file the run waits for ($gen_built, $lanes_binary, which
-# holds the lanes' binary: the lanes run it directly as soon as it and the fixtures are there,
-# while cargo builds the rest: cargo holds its lock on target/debug only while it builds).
-# Clippy and gen bench's release build come later, beside the web cells (below), in folders
-# of their own: the tests would wait for their lock. With the test binaries built after the
-# exporter's venv, beside the fixtures, a cold run's first test waited for them until 17 min
-# 35 s (their builds took 12 min 53 s there).
-gen_built=$(mktemp) lanes_binary=$(mktemp) venv_ready=$(mktemp)
-rm -f "$gen_built" "$venv_ready"
+# the network and the disk, in the order the tests need them: gen; the lanes' test binary
+# (the qnn and openvino cells: one binary, one process per platform, the ONNX Runtime library
+# picked per provider; without torch, whose libraries every qnn check's own process would
+# load: 842 s for the qnn cells instead of 625); the workspace's (it links the venv's libtorch,
+# so it waits for the exporter's venv; tests/checkpoint.sh and tests/partitions.sh run its
+# generated binary too); then, once the workspace's tests have started (cargo prints
+# `Running` after it has let go of its lock on target/debug, which it holds only while it
+# builds), the web cells' (browser and native), wgpu's kernels' and the browser and report
+# tests'. Each feature set compiles the generated crate once (its cells exist only with their
+# platform's feature). Each milestone is a file the run waits for ($gen_built,
+# $lanes_binary, which holds the lanes' binary: the lanes run it directly as soon as it and
+# the fixtures are there, $workspace_built). Clippy and gen bench's release build come later,
+# beside the web cells (below), in folders of their own: the tests would wait for their lock.
+# With every test binary built after the exporter's venv, beside the fixtures, a cold run's
+# first test waited for them until 17 min 35 s (their builds took 12 min 53 s there); with
+# the web builds before the workspace's, until 27 minutes.
+gen_built=$(mktemp) lanes_binary=$(mktemp) workspace_built=$(mktemp) venv_ready=$(mktemp)
+workspace_tested=$(mktemp)
+rm -f "$venv_ready" "$workspace_tested"
 build_everything() {
   local built
   cargo build --locked -p generator --bin gen
-  touch "$gen_built"
+  echo built > "$gen_built"
   built=$(cargo test --locked -p generated --features qnn,openvino --no-run 2>&1) || { echo "$built"; return 1; }
   echo "$built"
   built=$(sed -n 's/^ *Executable unittests src\/lib.rs (\(.*\))$/\1/p' <<< "$built")
   [[ -x "$built" ]] || { echo "error: cargo printed no test binary of generated" >&2; return 1; }
   echo "$built" > "$lanes_binary"
+  until [[ -e "$venv_ready" ]]; do sleep 2; done
+  cargo test --locked --workspace --features generated/torch --no-run
+  echo built > "$workspace_built"
+  until grep -q '^     Running ' "$log" || [[ -e "$workspace_tested" ]]; do sleep 2; done
   cargo test --locked -p runtime --features wgpu,browser --lib --no-run
   cargo test --locked -p generated --features webgpu,webnn,firefox --no-run
   cargo test --locked -p hwmatrix-tests --features web --test browser --test report --no-run
-  until [[ -e "$venv_ready" ]]; do sleep 2; done
-  cargo test --locked --workspace --features generated/torch --no-run
 }
 builds="the builds (gen, then every test binary)"
 in_background "$builds" build_everything
-# Waits for a milestone of the builds (a file with something in it, or a flag); a failed
-# build fails the run with its log.
+# Waits for a milestone of the builds (its file written); a failed build fails the run with
+# its log.
 wait_for_build() {
-  until [[ -s "$1" || ( -e "$1" && "$1" == "$gen_built" ) ]]; do
+  until [[ -s "$1" ]]; do
     kill -0 "${background_pid[$builds]}" 2>/dev/null || join_background "$builds"
     sleep 2
   done
@@ -383,9 +387,12 @@ qnn_lane() {
 step "the qnn cells of slice $cells of the text, vision and audio architectures and of their high-priority models (Qualcomm's HTP emulator, provider verified from the session profile), then the store's qnn slice $native, beside the steps below"
 in_background "the qnn cells and the store's qnn slice" qnn_lane
 
-join_background "$builds"
+wait_for_build "$workspace_built"
 step "cargo test --workspace (the cpu cells of slice $cells and the high-priority models run for real; target $CARGO_TARGET_DIR)"
 cargo test --locked --workspace --features generated/torch -- "${outside_run[@]}" 2>&1 | tee -a "$log"
+# The web builds ran beside these tests (see build_everything); the steps below need them.
+touch "$workspace_tested"
+join_background "$builds"
 
 # The web cells in a real headless Chromium (onnxruntime-web), for the seeds'
 # 13 high-priority models. WebGPU here is SwiftShader, Chromium's software
