@@ -17,7 +17,7 @@ mod query;
 pub mod report;
 
 pub use import::{ImportSummary, Rejected};
-pub use query::{Evidence, Run};
+pub use query::{LatestRecord, Run};
 
 use std::path::{Path, PathBuf};
 
@@ -117,7 +117,7 @@ impl Database {
             }
             Some(Ok(SCHEMA_VERSION)) => Ok(()),
             Some(other) => Err(format!(
-                "{}: schema version {other:?}, this gen reads {SCHEMA_VERSION}; re-import the records into a new file (gen results import --db NEW.sqlite results/*.jsonl)",
+                "{}: schema version {other:?}, this gen reads {SCHEMA_VERSION}; load the records again into a new file (gen results load --db NEW.sqlite results/*.jsonl)",
                 self.path.display()
             )),
         }

@@ -5,9 +5,9 @@ use rusqlite::{Row, params};
 
 use crate::Database;
 
-/// One record, as a report cites it.
+/// The newest record of a check (of the runs read), as a report cites it.
 #[derive(Clone, Debug)]
-pub struct Evidence {
+pub struct LatestRecord {
     /// The first 16 hex digits of the record's SHA-256: how reports name it.
     pub record: String,
     pub run_id: String,
@@ -44,20 +44,20 @@ pub struct Run {
 
 const COLUMNS: &str = "substr(digest, 1, 16), body";
 
-fn evidence(row: &Row) -> rusqlite::Result<Evidence> {
+fn evidence(row: &Row) -> rusqlite::Result<LatestRecord> {
     let text: String = row.get(1)?;
     // Every body was read by the same types when it was imported; one that no
     // longer reads is a database from another gen (see SCHEMA_VERSION).
     let body: Record = serde_json::from_str(&text).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(e))
     })?;
-    Ok(Evidence::of(row.get(0)?, body))
+    Ok(LatestRecord::of(row.get(0)?, body))
 }
 
-impl Evidence {
+impl LatestRecord {
     /// A record as reports cite it, named `record` (16 hex digits of its digest).
-    pub fn of(record: String, body: Record) -> Evidence {
-        Evidence {
+    pub fn of(record: String, body: Record) -> LatestRecord {
+        LatestRecord {
             record,
             run_id: body.run_id.clone(),
             time: body.time.clone(),
@@ -86,8 +86,8 @@ impl Evidence {
 /// latency that is the sum of the components' (a pipeline runs each once).
 /// Where the same check also has a whole-model record (a ledger's "known
 /// issue" from before the model was split), the newer side wins.
-fn fold_components(latest: Vec<Evidence>) -> Vec<Evidence> {
-    let key = |e: &Evidence| {
+fn fold_components(latest: Vec<LatestRecord>) -> Vec<LatestRecord> {
+    let key = |e: &LatestRecord| {
         (
             e.model.clone(),
             e.platform.clone(),
@@ -96,15 +96,15 @@ fn fold_components(latest: Vec<Evidence>) -> Vec<Evidence> {
             e.precision.clone(),
         )
     };
-    let mut folded: Vec<Evidence> = Vec::with_capacity(latest.len());
+    let mut folded: Vec<LatestRecord> = Vec::with_capacity(latest.len());
     let mut rows = latest.into_iter().peekable();
     while let Some(first) = rows.next() {
         let mut group = vec![first];
         while rows.peek().is_some_and(|next| key(next) == key(&group[0])) {
             group.extend(rows.next());
         }
-        let component_of = |e: &Evidence| e.body.component.clone();
-        let (parts, whole): (Vec<Evidence>, Vec<Evidence>) =
+        let component_of = |e: &LatestRecord| e.body.component.clone();
+        let (parts, whole): (Vec<LatestRecord>, Vec<LatestRecord>) =
             group.into_iter().partition(|e| component_of(e).is_some());
         let newest_part = parts.iter().map(|e| e.time.clone()).max();
         match whole.into_iter().next() {
@@ -124,7 +124,7 @@ fn fold_components(latest: Vec<Evidence>) -> Vec<Evidence> {
                 let Some(cited) = parts.into_iter().nth(cited) else {
                     continue;
                 };
-                folded.push(Evidence {
+                folded.push(LatestRecord {
                     components,
                     median_ms,
                     ..cited
@@ -143,7 +143,7 @@ impl Database {
     /// feature, whatever their times: another process of the same run
     /// (tests/run.sh's lanes) may have measured the check before that build
     /// recorded it as not tried.
-    pub fn latest(&self, runs: &[String]) -> Result<Vec<Evidence>, String> {
+    pub fn latest(&self, runs: &[String]) -> Result<Vec<LatestRecord>, String> {
         let filter = if runs.is_empty() {
             String::new()
         } else {
@@ -240,4 +240,27 @@ impl Database {
 /// An SQL string literal (run ids come from the command line).
 fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
+}
+
+/// The newest record of each check in each of two runs, for `--compare` and `--diff`; an
+/// error naming the database when either run is not in it.
+pub fn two_runs(
+    db: &Database,
+    before: &str,
+    after: &str,
+) -> Result<(Vec<LatestRecord>, Vec<LatestRecord>), String> {
+    let known: Vec<String> = db.runs()?.into_iter().map(|r| r.run_id).collect();
+    if let Some(run) = [before, after]
+        .into_iter()
+        .find(|run| !known.iter().any(|k| k == run))
+    {
+        return Err(format!(
+            "error: no run `{run}` in {}\n  help: `gen results runs` lists the runs",
+            db.path().display()
+        ));
+    }
+    Ok((
+        db.latest(&[before.to_string()])?,
+        db.latest(&[after.to_string()])?,
+    ))
 }

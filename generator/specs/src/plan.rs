@@ -274,7 +274,7 @@ fn plan_cell(
     platform: &PlatformPlan,
     engine: &EngineSpec,
 ) -> CellPlan {
-    let cell = Cell::new(specs, model, platform, engine);
+    let cell = CellPlanner::new(specs, model, platform, engine);
     let planned = cell.planned();
     let check_plans = cell.check_plans(&planned);
     // A cell with any stored float32 failure keeps its precision checks as
@@ -309,7 +309,7 @@ fn plan_cell(
 
 /// One cell being planned (a model on a platform with an engine), with what each of its
 /// checks' statuses is decided from: the spec's override for the platform and the evidence.
-struct Cell<'a> {
+struct CellPlanner<'a> {
     specs: &'a Specs,
     model: &'a LoadedModel,
     spec: &'a ModelSpec,
@@ -322,7 +322,7 @@ struct Cell<'a> {
     what: String,
 }
 
-impl<'a> Cell<'a> {
+impl<'a> CellPlanner<'a> {
     /// Gathers what every check of the cell is decided from, once for all of them.
     fn new(
         specs: &'a Specs,
@@ -333,7 +333,7 @@ impl<'a> Cell<'a> {
         let spec = &model.spec;
         let name = platform.platform;
         let kind = engine.kind();
-        Cell {
+        CellPlanner {
             specs,
             model,
             spec,
@@ -503,7 +503,7 @@ impl<'a> Cell<'a> {
             let why = if spec.export.known_issue_measured {
                 "it is checked as its components, and libtorch's own fixture (generator/importer/exporter/torchscript.py) is built for whole models only"
             } else {
-                "it is a known issue written in its spec, so no export ran, and its TorchScript trace is built only where a run measured that failure (gen import)"
+                "it is a known issue written in its spec, so no export ran, and its TorchScript trace is built only where a run measured that failure (gen derive)"
             };
             Planned::NotTested {
                 reason: format!(

@@ -428,7 +428,11 @@ pub fn run(
     let judged = row
         .checks
         .iter()
-        .filter(|c| c.bound.as_ref().is_some_and(checkpoint_row::Bound::fixed))
+        .filter(|c| {
+            c.bound
+                .as_ref()
+                .is_some_and(hwmatrix_results::report::accuracy::Bound::fixed)
+        })
         .count();
     let lost = row
         .checks
@@ -462,7 +466,7 @@ fn accepted<'s>(
     let found = checkpoint::inspect(path)?;
     let Some(model) = specs.model(&found.model_type) else {
         return Err(format!(
-            "error: {}: architecture `{}`, which model-specs/ has no spec of\n  help: `gen list` names the {} architectures it has; `gen import --model {}` derives a spec from transformers' registries",
+            "error: {}: architecture `{}`, which model-specs/ has no spec of\n  help: `gen list` names the {} architectures it has; `gen derive --model {}` derives a spec from transformers' registries",
             path.display(),
             found.model_type,
             specs.models.len(),

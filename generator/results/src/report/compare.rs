@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::{Database, Evidence};
+use crate::{Database, LatestRecord};
 
 #[derive(Debug, PartialEq)]
 pub enum Change {
@@ -25,7 +25,7 @@ pub struct Compared {
 const NOISE_FLOOR_MS: f64 = 0.05;
 
 /// Latencies a run recorded: passed checks with a timing (bench records included).
-fn latencies(evidence: Vec<Evidence>) -> BTreeMap<(String, String, String, String), f64> {
+fn latencies(evidence: Vec<LatestRecord>) -> BTreeMap<(String, String, String, String), f64> {
     evidence
         .into_iter()
         .filter(|e| e.status == hwmatrix_record::Outcome::Passed)
@@ -50,7 +50,7 @@ pub fn compare(
     after: &str,
     threshold: f64,
 ) -> Result<Vec<Compared>, String> {
-    let (a, b) = super::two_runs(db, before, after)?;
+    let (a, b) = crate::query::two_runs(db, before, after)?;
     let (a, b) = (latencies(a), latencies(b));
     Ok(a.into_iter()
         .filter_map(|(key, before_ms)| {

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::{Database, Evidence};
+use crate::{Database, LatestRecord};
 use hwmatrix_cell::Planned;
 use hwmatrix_record::{Basis, Outcome};
 
@@ -40,7 +40,7 @@ struct Keys {
 impl Keys {
     /// The digests today's fixtures give for the record's check (none where
     /// they are not built here).
-    fn content(&self, e: &Evidence) -> Vec<String> {
+    fn content(&self, e: &LatestRecord) -> Vec<String> {
         self.today
             .as_ref()
             .zip(hwmatrix_cell::CheckId::parse(&e.check))
@@ -60,7 +60,7 @@ impl Keys {
 /// `planned` gives each check's planned status: a precision check has its own
 /// (the evidence store's), the cell's float32 checks the cell's.
 fn stale_because(
-    records: &[&Evidence],
+    records: &[&LatestRecord],
     keys: &Keys,
     planned: &dyn Fn(&str) -> &'static str,
     runtime_today: &dyn Fn(hwmatrix_cell::EngineKind) -> String,
@@ -160,8 +160,8 @@ type Tallies = BTreeMap<(String, String), Tally>;
 type Checks = Vec<(&'static str, &'static str)>;
 
 /// The newest records of each cell, benchmarks left out (they are no check of the cell).
-fn newest_by_cell(evidence: &[Evidence]) -> BTreeMap<CellKey<'_>, Vec<&Evidence>> {
-    let mut by_cell: BTreeMap<CellKey, Vec<&Evidence>> = BTreeMap::new();
+fn newest_by_cell(evidence: &[LatestRecord]) -> BTreeMap<CellKey<'_>, Vec<&LatestRecord>> {
+    let mut by_cell: BTreeMap<CellKey, Vec<&LatestRecord>> = BTreeMap::new();
     for e in evidence
         .iter()
         .filter(|e| e.check != hwmatrix_cell::BENCH_RECORD)
@@ -180,7 +180,10 @@ fn newest_by_cell(evidence: &[Evidence]) -> BTreeMap<CellKey<'_>, Vec<&Evidence>
 
 /// Every planned cell tallied by category and platform as measured, not run, not tested,
 /// stale or without evidence, and one line per stale cell saying why.
-fn tally_cells(plan: &Plan, by_cell: &BTreeMap<CellKey, Vec<&Evidence>>) -> (Tallies, Vec<String>) {
+fn tally_cells(
+    plan: &Plan,
+    by_cell: &BTreeMap<CellKey, Vec<&LatestRecord>>,
+) -> (Tallies, Vec<String>) {
     let runtime_version = |engine| {
         hwmatrix_cell::verdict_code::today(engine)
             .unwrap_or_else(|| "unknown (no checkout to read runtime/ from)".into())
@@ -439,13 +442,13 @@ fn evidence_store(plan: &Plan) -> String {
 mod tests {
     use super::*;
 
-    fn evidence(check: &str, status: &str) -> Evidence {
+    fn evidence(check: &str, status: &str) -> LatestRecord {
         let record = serde_json::json!({
             "run_id": "run", "time": "t", "host": "h", "model": "dac", "category": "audio", "platform": "cpu",
             "engine_kind": "onnxruntime", "engine": "onnxruntime, CPUExecutionProvider", "check": check, "status": status,
             "basis": "measured", "precision": "float32", "runtime_version": env!("CARGO_PKG_VERSION"),
         });
-        Evidence::of("r".into(), serde_json::from_value(record).unwrap())
+        LatestRecord::of("r".into(), serde_json::from_value(record).unwrap())
     }
 
     #[test]
@@ -455,7 +458,7 @@ mod tests {
             evidence("matches_reference", "passed"),
             evidence("int8_matches_reference", "known-issue"),
         ];
-        let records: Vec<&Evidence> = records.iter().collect();
+        let records: Vec<&LatestRecord> = records.iter().collect();
         let own = |check: &str| {
             if check == "int8_matches_reference" {
                 "known-issue"

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::{Database, Evidence};
+use crate::{Database, LatestRecord};
 
 /// model, platform, engine kind, check, precision
 pub type CheckKey = (String, String, String, String, String);
@@ -36,8 +36,8 @@ impl Change {
 pub struct Changed {
     pub key: CheckKey,
     pub change: Change,
-    pub before: Evidence,
-    pub after: Evidence,
+    pub before: LatestRecord,
+    pub after: LatestRecord,
 }
 
 /// What two runs have and how they differ.
@@ -78,7 +78,7 @@ pub fn classify(before: &str, after: &str) -> Option<Change> {
     }
 }
 
-fn by_check(evidence: Vec<Evidence>) -> BTreeMap<CheckKey, Evidence> {
+fn by_check(evidence: Vec<LatestRecord>) -> BTreeMap<CheckKey, LatestRecord> {
     evidence
         .into_iter()
         .map(|e| {
@@ -98,7 +98,7 @@ fn by_check(evidence: Vec<Evidence>) -> BTreeMap<CheckKey, Evidence> {
 
 /// The newest record of each check in each run, compared check by check.
 pub fn diff(db: &Database, before: &str, after: &str) -> Result<Diff, String> {
-    let (a, b) = super::two_runs(db, before, after)?;
+    let (a, b) = crate::query::two_runs(db, before, after)?;
     let (mut a, b) = (by_check(a), by_check(b));
     let mut diff = Diff {
         only_after: b.keys().filter(|k| !a.contains_key(*k)).count(),
@@ -125,7 +125,7 @@ pub fn diff(db: &Database, before: &str, after: &str) -> Result<Diff, String> {
 }
 
 /// One record as the diff shows it: status, stage and reason, and where it was measured.
-fn describe(e: &Evidence) -> String {
+fn describe(e: &LatestRecord) -> String {
     let stage = e
         .body
         .stage
@@ -149,7 +149,7 @@ fn describe(e: &Evidence) -> String {
 /// A reason shortened to one line a terminal can show.
 fn one_line(text: &str) -> String {
     let line = text.lines().next().unwrap_or_default();
-    super::shorten(line, 300)
+    hwmatrix_specs::text::shorten(line, 300)
 }
 
 /// The diff as text; the caller exits non-zero when it has a regression.

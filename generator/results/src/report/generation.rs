@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::Evidence;
+use crate::LatestRecord;
 use serde::Serialize;
 
-use super::{Counts, Status};
+use super::status::{Counts, Status};
 
 /// A generating model's row: its `generates` status on each platform (the best over the
 /// platform's engines: a platform generates where any engine users run does).
@@ -38,7 +38,7 @@ pub struct GenerationEvidence {
 const WHAT: &str = "The generates check runs each text decoder's ONNX graph (a vision-language model's language component, on the token embeddings) with its cache of past keys and values on the platform's engine: a prefill of a padded batch of two prompts (a decoder's padded on the left, an encoder's source on the right), then one step per new token, feeding back the cache the engine returned and teacher-forcing the tokens PyTorch's generate() sampled; each step's last-position logits must stay within the cell's float32 tolerance and pick the same top token";
 
 /// The `generates` records of the report's evidence, grouped.
-pub fn generation_evidence(evidence: &[Evidence]) -> GenerationEvidence {
+pub fn generation_evidence(evidence: &[LatestRecord]) -> GenerationEvidence {
     let mut engines: BTreeMap<(String, String), GenerationEngine> = BTreeMap::new();
     let mut models: BTreeMap<String, BTreeMap<String, Status>> = BTreeMap::new();
     for e in evidence

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::checkpoint_row::{Bound, RowCheck, bits, bound};
+use super::accuracy::{Bound, RowCheck, bits, bound};
 
 /// The file checkpoints.py decoding writes into the row's folder.
 pub const FILE: &str = "decoding.json";

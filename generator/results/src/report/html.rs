@@ -12,17 +12,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use super::markdown::{LEGEND, counts_text, mark};
-use super::{Cell, Counts, MatrixRow, Report, Status};
-
-/// What the template escapes every value with: the four characters that
-/// matter in HTML text and double-quoted attributes.
-pub(super) fn esc(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use super::Report;
+use super::cells::MatrixCell;
+use super::status::{Counts, Status};
+use super::status::{LEGEND, counts_text, mark};
+use super::tables::MatrixRow;
 
 fn color(status: Status) -> &'static str {
     match status {
@@ -188,7 +182,7 @@ fn matrix(
 }
 
 /// A cell's span: its engine and mark, its records (and reason) in its title.
-fn cell_span(cell: &Cell) -> Value {
+fn cell_span(cell: &MatrixCell) -> Value {
     let records: Vec<String> = cell
         .records
         .iter()
@@ -207,7 +201,7 @@ fn cell_span(cell: &Cell) -> Value {
     let reason = cell
         .reason
         .as_deref()
-        .map(|r| format!("\n{}", super::shorten(r, 400)))
+        .map(|r| format!("\n{}", hwmatrix_specs::text::shorten(r, 400)))
         .unwrap_or_default();
     // A stored status names the entry's record, where the store's whole log is.
     let stored = cell
@@ -238,7 +232,7 @@ fn cell_span(cell: &Cell) -> Value {
 }
 
 fn model_matrix(report: &Report, platforms: &[String]) -> Value {
-    let mut by_model: BTreeMap<&str, BTreeMap<&str, Vec<&Cell>>> = BTreeMap::new();
+    let mut by_model: BTreeMap<&str, BTreeMap<&str, Vec<&MatrixCell>>> = BTreeMap::new();
     for cell in &report.cells {
         by_model
             .entry(&cell.model)
@@ -444,7 +438,7 @@ pub fn render(report: &Report) -> Result<String, String> {
                 ]
             })
             .collect::<Vec<_>>(),
-        "engine_ratio_summary": super::engine_ratio_summary(&report.engine_ratios)
+        "engine_ratio_summary": super::engines::engine_ratio_summary(&report.engine_ratios)
             .into_iter()
             .map(|(engine, baseline, n, median)| format!("{engine} over {baseline}: median ratio {median:.2} over {n} models"))
             .collect::<Vec<_>>(),
@@ -549,7 +543,7 @@ fn issue_groups(report: &Report) -> Vec<Value> {
                 .iter()
                 .map(|c| {
                     json!({
-                        "text": format!("{} on {} ({}): {}", c.model, c.platform, c.engine, super::shorten(&c.reason, 400)),
+                        "text": format!("{} on {} ({}): {}", c.model, c.platform, c.engine, hwmatrix_specs::text::shorten(&c.reason, 400)),
                         "record": c.record,
                     })
                 })

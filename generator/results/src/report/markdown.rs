@@ -5,33 +5,12 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::json;
 
-use super::{Cell, Counts, MatrixRow, Report, Status};
-
-/// The mark a status has in the matrices.
-pub fn mark(status: Status) -> &'static str {
-    match status {
-        Status::Passed => "✓",
-        Status::Failed => "✗",
-        Status::KnownIssue => "K",
-        Status::NotTested => "N",
-        Status::Incomplete => "◐",
-        Status::Unsupported => "–",
-        Status::Ignored => "○",
-        Status::NoEvidence => "·",
-    }
-}
-
-pub const LEGEND: &str = "✓ passed, ✗ failed, K known issue, N not tested here (our harness's gap or this machine's: a software adapter without a feature, an emulator, our time limit; not the model's), ◐ incomplete (a planned check has no record), – unsupported, ○ ignored (its platform's feature was off), · no evidence (no record)";
-
-/// `✓12 ✗1 K3`: the non-zero counts in a fixed order.
-pub fn counts_text(counts: &Counts) -> String {
-    let parts: Vec<String> = Status::ALL
-        .iter()
-        .filter(|s| counts.get(**s) > 0)
-        .map(|s| format!("{}{}", mark(*s), counts.get(*s)))
-        .collect();
-    parts.join(" ")
-}
+use super::Report;
+use super::cells::MatrixCell;
+use super::status::Status;
+use super::status::{LEGEND, counts_text, mark};
+use super::tables::MatrixRow;
+use super::template::markdown_escape as escape;
 
 fn support(expected: Option<hwmatrix_specs::spec::Support>) -> &'static str {
     match expected {
@@ -42,8 +21,8 @@ fn support(expected: Option<hwmatrix_specs::spec::Support>) -> &'static str {
     }
 }
 
-/// Cell text for the model × platform matrix: each engine's mark, ⚠ where the expectation is contradicted.
-pub fn engines_text(cells: &[&Cell]) -> String {
+/// A matrix cell's text for the model × platform matrix: each engine's mark, ⚠ where the expectation is contradicted.
+pub fn engines_text(cells: &[&MatrixCell]) -> String {
     cells
         .iter()
         .map(|c| {
@@ -64,10 +43,6 @@ pub fn engines_text(cells: &[&Cell]) -> String {
         })
         .collect::<Vec<_>>()
         .join("<br>")
-}
-
-pub(super) fn escape(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
 }
 
 /// A table as the template lays it out: a header row and rows of cells,
@@ -125,7 +100,7 @@ fn matrix_table(
     table
 }
 
-fn stage_table(stages: &[super::StageRow]) -> Table {
+fn stage_table(stages: &[super::tables::StageRow]) -> Table {
     let mut table = Table::new(&["platform"]);
     table
         .head
@@ -143,7 +118,7 @@ fn stage_table(stages: &[super::StageRow]) -> Table {
 fn model_table(report: &Report, platforms: &[String]) -> Table {
     let mut table = Table::new(&["model"]);
     table.head.extend(platforms.iter().cloned());
-    let mut by_model: BTreeMap<&str, BTreeMap<&str, Vec<&Cell>>> = BTreeMap::new();
+    let mut by_model: BTreeMap<&str, BTreeMap<&str, Vec<&MatrixCell>>> = BTreeMap::new();
     for cell in &report.cells {
         by_model
             .entry(&cell.model)
@@ -507,7 +482,7 @@ pub fn render(report: &Report) -> Result<String, String> {
                         cell.model,
                         cell.platform,
                         cell.engine,
-                        escape(&super::shorten(&cell.reason, 300)),
+                        escape(&hwmatrix_specs::text::shorten(&cell.reason, 300)),
                         cell.record
                     )
                 })
@@ -568,7 +543,7 @@ pub fn render(report: &Report) -> Result<String, String> {
         "issues": issues,
         "performance": performance_table(report),
         "engine_ratios": engine_ratios_table(report),
-        "engine_ratio_summary": super::engine_ratio_summary(&report.engine_ratios)
+        "engine_ratio_summary": super::engines::engine_ratio_summary(&report.engine_ratios)
             .into_iter()
             .map(|(engine, baseline, n, median)| format!("{engine} over {baseline}: median ratio {median:.2} over {n} models"))
             .collect::<Vec<_>>(),

@@ -186,7 +186,7 @@ pub fn table(rows: &[MemoryRow]) -> (Vec<String>, Vec<Vec<String>>) {
                 let mut cells = vec![
                     row.model.clone(),
                     "-".into(),
-                    super::shorten(row.why_none.as_deref().unwrap_or_default(), 90),
+                    hwmatrix_specs::text::shorten(row.why_none.as_deref().unwrap_or_default(), 90),
                 ];
                 cells.resize(head.len(), String::new());
                 return cells;

@@ -12,7 +12,8 @@ use hwmatrix_record::Basis;
 use hwmatrix_specs::plan::ModelPlan;
 use hwmatrix_specs::spec::evidence::TodaysFixtures;
 
-use super::{Cell, Status, StoredEvidence, required_checks, stored_evidence};
+use super::cells::{MatrixCell, StoredEvidence, required_checks, stored_evidence};
+use super::status::Status;
 
 /// Replaces a cell's status with the store's when the runs read did not
 /// reach it: no record, or only the ledger's of a build without its feature.
@@ -20,7 +21,7 @@ use super::{Cell, Status, StoredEvidence, required_checks, stored_evidence};
 /// `today`: the model's fixtures as this checkout has them, read on first use.
 pub(super) fn from_store(
     model_plan: &ModelPlan,
-    cell: &mut Cell,
+    cell: &mut MatrixCell,
     sliced_out: bool,
     today: &OnceCell<TodaysFixtures>,
 ) {
@@ -101,7 +102,7 @@ pub(super) fn from_store(
         // The ledger's record comes from a build without the feature; other lanes of the
         // run measured the platform and left this cell to another run's slice.
         cell.reason = Some(format!(
-            "not measured by this run (its {platform} lanes measured other cells: a slice a run), and the store keeps no measurement of every check: `gen import --platform {platform} --model {model}` measures it",
+            "not measured by this run (its {platform} lanes measured other cells: a slice a run), and the store keeps no measurement of every check: `gen measure --platform {platform} --model {model}` measures it",
             platform = cell.platform,
             model = spec.model_type
         ));

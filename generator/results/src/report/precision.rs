@@ -9,11 +9,13 @@
 
 use std::collections::BTreeMap;
 
-use crate::Evidence;
+use crate::LatestRecord;
 use hwmatrix_record::Agreement;
 use serde::Serialize;
 
-use super::{Counts, Status, is_kernel_engine, median};
+use super::cells::is_kernel_engine;
+use super::performance::median;
+use super::status::{Counts, Status};
 use hwmatrix_specs::plan::Plan;
 
 /// One format on one engine of one platform, over the models of one kind of weights.
@@ -61,7 +63,7 @@ impl CheckpointRecord {
     /// rating, as one phrase for both renderings of the report.
     pub fn measured(&self) -> String {
         let measured = match &self.reason {
-            Some(reason) => super::shorten(reason, 200),
+            Some(reason) => hwmatrix_specs::text::shorten(reason, 200),
             None => format!(
                 "worst-row cosine {}, relative L2 {}{}",
                 figure(self.worst_cosine),
@@ -113,7 +115,7 @@ pub struct PrecisionEvidence {
 /// The formats table: every cpu ONNX Runtime bench or precision record of a real
 /// checkpoint's fixture, and OpenVINO's runtime's records of NNCF's formats (the same CPU),
 /// one row per (model, checkpoint, format), float32 first.
-fn formats(checkpoint_evidence: &[Evidence]) -> Vec<FormatRow> {
+fn formats(checkpoint_evidence: &[LatestRecord]) -> Vec<FormatRow> {
     let mut rows: BTreeMap<(String, String, usize, String), FormatRow> = BTreeMap::new();
     for e in checkpoint_evidence.iter().filter(|e| {
         (e.platform == "cpu" && e.engine_kind == "onnxruntime")
@@ -124,7 +126,7 @@ fn formats(checkpoint_evidence: &[Evidence]) -> Vec<FormatRow> {
         let Some(checkpoint) = checkpoint_of(e) else {
             continue;
         };
-        let is_bench = e.check == super::BENCH;
+        let is_bench = e.check == super::cells::BENCH;
         if !is_bench && e.precision == "float32" {
             continue;
         }
@@ -239,7 +241,7 @@ pub fn format_cells(rows: &[FormatRow]) -> (Vec<String>, Vec<Vec<String>>) {
 const WHAT: &str = "Each precision check runs the fixture's variant in that format (made by the standard tool with its users' settings) on the platform's engine and compares it with the float32 reference: worst row cosine and relative L2 per output, top-1 for logits. On tiny random weights this is the deviation of the format on the engine, never a verdict on a spec's web_quantization rating; only records on a real checkpoint are rating evidence";
 
 /// The fixture source of a record made on a real checkpoint.
-fn checkpoint_of(e: &Evidence) -> Option<String> {
+fn checkpoint_of(e: &LatestRecord) -> Option<String> {
     e.body
         .fixture
         .as_ref()
@@ -248,7 +250,7 @@ fn checkpoint_of(e: &Evidence) -> Option<String> {
 }
 
 /// A record's worst figures over its outputs: (lowest worst-row cosine, highest relative L2, lowest top-1).
-fn worst_agreement(e: &Evidence) -> (Option<f64>, Option<f64>, Option<f64>) {
+fn worst_agreement(e: &LatestRecord) -> (Option<f64>, Option<f64>, Option<f64>) {
     let agreements: Vec<Agreement> = e
         .body
         .deviation
@@ -303,11 +305,13 @@ fn rating(plan: &Plan, model: &str, platform: &str, precision: &str) -> Option<S
 /// among `checkpoint_evidence` (every run's, where the report is of some runs only).
 pub fn precision_evidence(
     plan: &Plan,
-    evidence: &[Evidence],
-    checkpoint_evidence: &[Evidence],
+    evidence: &[LatestRecord],
+    checkpoint_evidence: &[LatestRecord],
 ) -> PrecisionEvidence {
-    let is_precision_check = |e: &&Evidence| {
-        e.precision != "float32" && !is_kernel_engine(&e.engine_kind) && e.check != super::BENCH
+    let is_precision_check = |e: &&LatestRecord| {
+        e.precision != "float32"
+            && !is_kernel_engine(&e.engine_kind)
+            && e.check != super::cells::BENCH
     };
     type Key = (String, String, String, String);
     let mut groups: BTreeMap<Key, (Counts, Vec<f64>, Vec<f64>)> = BTreeMap::new();

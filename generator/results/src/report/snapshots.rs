@@ -31,8 +31,8 @@ fn record(check: &str, status: &str) -> RecordRef {
     }
 }
 
-fn cell(model: &str, platform: &str, engine: &str, status: Status) -> Cell {
-    Cell {
+fn cell(model: &str, platform: &str, engine: &str, status: Status) -> MatrixCell {
+    MatrixCell {
         model: model.into(),
         category: "text_encoders".into(),
         architecture: "encoder-only".into(),
@@ -121,7 +121,8 @@ fn small_report() -> Report {
 /// One trained decoder's row: its int8 judged by the next token it keeps (the bound's
 /// source has a `|` and a `<`, which both renderings escape).
 fn trained() -> super::checkpoint_row::TrainedSection {
-    use super::checkpoint_row::{Bound, CheckpointRow, RowCheck};
+    use super::accuracy::{Bound, RowCheck};
+    use super::checkpoint_row::CheckpointRow;
     let check = |precision: &str, value: f64, verdict: &str| RowCheck {
         platform: "cpu".into(),
         engine: "onnx".into(),
@@ -288,7 +289,7 @@ fn source() -> Source {
 
 /// Three passed cells and a known issue from stored, stale evidence, with a
 /// disagreement and `|`, `<` and `"` in its reason.
-fn cells() -> Vec<Cell> {
+fn cells() -> Vec<MatrixCell> {
     let mut failing = cell("roberta", "webgpu", "browser", Status::KnownIssue);
     failing.reason = Some("runs: a <Gather> node | \"axis\" 2 is out of range".into());
     failing.disagreement = Some("known-issue where architectures.yaml expects yes".into());

@@ -7,7 +7,7 @@
 pub fn render(name: &str, source: &str, context: &serde_json::Value) -> Result<String, String> {
     let mut tera = tera::Tera::default();
     // Tera's own escaping also rewrites `'` and `/`; ours keeps text as written.
-    tera.set_escape_fn(super::html::esc);
+    tera.set_escape_fn(html_escape);
     tera.add_raw_template(name, source)
         .map_err(|e| format!("templates/{name}.tera: {}", chain(&e)))?;
     let context = tera::Context::from_value(context.clone())
@@ -26,4 +26,18 @@ fn chain(error: &dyn std::error::Error) -> String {
         source = e.source();
     }
     text
+}
+
+/// What the template escapes every value with: the four characters that
+/// matter in HTML text and double-quoted attributes.
+pub(super) fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A Markdown table cell's text: a `|` escaped, a line break a space.
+pub(super) fn markdown_escape(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
 }
