@@ -9,7 +9,7 @@
 #      and WebNN Chromium, Debian unstable's Firefox in a root of its own); gen doctor checks them all
 #   2. generated/ checked against model-specs/ (gen --all --check)
 #   3. the exporter's Python unit tests; every spec's category, architecture and task against transformers' registries
-#      (gen import --check); from the start of 2 until the tests run, the fixtures (ONNX, its
+#      (gen derive --check); from the start of 2 until the tests run, the fixtures (ONNX, its
 #      precision variants, PyTorch references), cached by spec and exporter, built by one Python
 #      worker per core beside the checks and cargo's builds of every test binary the run uses,
 #      for the run's sixteenth of the architectures and the high-priority models (below; NNCF's
@@ -39,7 +39,7 @@
 #      gen report of them in results/report/ (every passed cell's records verified),
 #      with each architecture's size per format (gen memory, computed beside step 5)
 #      then the store's stale entries of the high-priority models against this run's
-#      fixtures and engines measured again (gen import --verify --stale), and the run
+#      fixtures and engines measured again (gen measure --verify --stale), and the run
 #      fails if any is left (gen coverage --fail-on-stale high)
 #
 # Caches live outside the checkout (HWMATRIX_CACHE, default ~/.cache/hwmatrix):
@@ -216,10 +216,10 @@ gen="$CARGO_TARGET_DIR/debug/gen"
 # store's slices below (16 and 64 commits) fall inside this one, so they read fixtures it
 # exported. A cell this run does not reach shows in its report with
 # the run that last measured it (the evidence store's entries and `passed:` blocks, written
-# by `gen import`). The fixtures exported are the slice's, the high-priority models', those
+# by `gen measure`). The fixtures exported are the slice's, the high-priority models', those
 # tests/partitions.sh reads (the text encoders a to c) and those the workspace's tests read.
 # The whole matrix in one run: HWMATRIX_ALL_CELLS=1 (every slice, and every model's web
-# cells), or `gen import --platform P` per platform, which also writes the store
+# cells), or `gen measure --platform P` per platform, which also writes the store
 # (docs/measurements.md, "The full sweep").
 cells="$((commit % 16))/16"
 # The seeds' 13 high-priority models (their test modules: web_modules below).
@@ -309,7 +309,7 @@ step "the exporter's unit tests (input fills, outputs, linear layers, derive lay
 python -m unittest discover -s generator/importer/exporter -p 'test_*.py'
 
 step "each spec's category, architecture type and task against transformers' registries"
-"$gen" import --check
+"$gen" derive --check
 
 join_background "the fixtures"
 wait_for_build "$lanes_binary"
@@ -355,7 +355,7 @@ in_background "OpenVINO's runtime cells" openvino_runtime_cells
 # The evidence store (model-specs/evidence) re-verified, a slice a run: the stored cells of
 # the slice re-measured with their ignored checks, each check's outcome compared with its
 # entry (passed, failed and who failed); a disagreement fails the run and names the entry
-# (accepting it is `gen import --platform P`, a reviewed diff). The slice follows the
+# (accepting it is `gen measure --platform P`, a reviewed diff). The slice follows the
 # commit count (a shallow clone has no count: its commit hash picks the slice) and lies
 # inside the run's sixteenth (it is that slice; `gen list --slice`), whose fixtures it reads:
 # sixteen commits in a row cover every stored cell of cpu, openvino and qnn (a slice of eight took
@@ -370,7 +370,7 @@ native="$((commit % 16))/16" web="$((commit % 64))/64"
 # (no CPU fallback), one static-shape graph per input shape; each check in a
 # process of its own (the emulator has crashed its process), one at a time: 905
 # checks took 11 minutes of the run. The text, vision and audio architectures, the
-# categories `gen import --platform qnn` has measured (the other categories' cells have
+# categories `gen measure --platform qnn` has measured (the other categories' cells have
 # no qnn evidence yet: docs/platforms.md), the run's sixteenth of them (16 commits in a
 # row run them all; the store's failures are re-verified by its slices),
 # and the high-priority ones among them every run; the store's qnn slice follows in their lane.
@@ -382,7 +382,7 @@ for module in "${run_modules[@]}"; do
 done
 qnn_lane() {
   lanes_cells "${qnn_filters[@]}"
-  "$gen" import --platform qnn --verify --slice "$native" --features qnn,openvino
+  "$gen" measure --platform qnn --verify --slice "$native" --features qnn,openvino
 }
 step "the qnn cells of slice $cells of the text, vision and audio architectures and of their high-priority models (Qualcomm's HTP emulator, provider verified from the session profile), then the store's qnn slice $native, beside the steps below"
 in_background "the qnn cells and the store's qnn slice" qnn_lane
@@ -397,7 +397,7 @@ join_background "$builds"
 # The web cells in a real headless Chromium (onnxruntime-web), for the seeds'
 # 13 high-priority models. WebGPU here is SwiftShader, Chromium's software
 # adapter, at about 10 s a model on two cores (minutes for SAM-sized ones):
-# all 304 would take over an hour, so `gen import --platform webgpu` (and
+# all 304 would take over an hour, so `gen measure --platform webgpu` (and
 # webnn) measures the others, recording each failure as a known issue
 # (docs/platforms.md, "The web platforms").
 # Quantization is measured on every model: wgpu's kernels take the fixture's
@@ -440,8 +440,8 @@ mapfile -t native_filters < <(filters_of webgpu::native::)
 cargo test --locked -p generated --features webgpu,webnn,firefox -- "${native_filters[@]}" 2>&1 | tee -a "$log"
 
 step "the evidence store re-verified: slice $native (by the commit) on cpu (qnn's in its lane, openvino's last), $web on webgpu and webnn"
-"$gen" import --platform cpu --verify --slice "$native" --features torch 2>&1 | tee -a "$log"
-"$gen" import --platform webgpu --platform webnn --verify --slice "$web" --features webgpu,webnn,firefox 2>&1 | tee -a "$log"
+"$gen" measure --platform cpu --verify --slice "$native" --features torch 2>&1 | tee -a "$log"
+"$gen" measure --platform webgpu --platform webnn --verify --slice "$web" --features webgpu,webnn,firefox 2>&1 | tee -a "$log"
 
 step "the browser engine fails cleanly (a fallback it must catch, a browser killed mid-run); the HTML report in Chromium"
 cargo test --locked -p hwmatrix-tests --features web --test browser --test report 2>&1 | tee -a "$log"
@@ -466,13 +466,13 @@ join_background "the qnn cells and the store's qnn slice"
 join_background "clippy, and gen bench's release build"
 unset HWMATRIX_BESIDE
 
-# The store's openvino slice with nothing beside it, as `gen import --platform openvino` measures: ONNX
+# The store's openvino slice with nothing beside it, as `gen measure --platform openvino` measures: ONNX
 # Runtime's OpenVINO provider computes some graphs differently when the cores are busy as it
 # compiles them (pixtral's matches_reference passed 3 times of 3 on an idle machine and
 # failed 6 times of 6 beside three busy loops, 2.4e-4 against a bound of 1.6e-4), and a
 # disagreement that the run's own load made is no finding about the store.
 step "the evidence store's openvino slice $native re-verified, alone on the machine"
-RUST_TEST_THREADS=1 "$gen" import --platform openvino --verify --slice "$native" --features qnn,openvino 2>&1 | tee -a "$log"
+RUST_TEST_THREADS=1 "$gen" measure --platform openvino --verify --slice "$native" --features qnn,openvino 2>&1 | tee -a "$log"
 
 step "gen bench: bert's cpu cell, Rust against Python's onnxruntime on the same fixture and threads"
 cargo run --quiet --locked -p generator --bin gen -- bench --model bert --platform cpu
@@ -481,7 +481,7 @@ cargo run --quiet --locked -p generator --bin gen -- bench --model bert --platfo
 # database, which keeps the history of earlier runs; then the report of this
 # run, and proof that each passed cell names records the database holds.
 step "the report: this run's records into results/hwmatrix.sqlite, gen report (Markdown, HTML, JSON) in results/report/"
-cargo run --quiet --locked -p generator --bin gen -- results import
+cargo run --quiet --locked -p generator --bin gen -- results load
 cargo run --quiet --locked -p generator --bin gen -- report --run "$HWMATRIX_RUN_ID" --format markdown --format html --format json --out results/report
 cargo run --quiet --locked -p generator --bin gen -- results verify results/report/report.json
 
@@ -489,21 +489,21 @@ cargo run --quiet --locked -p generator --bin gen -- results verify results/repo
 # high-priority model measured on other bytes than this run's fixtures hold for its check,
 # with another engine, browser release or verdict code, or with a version that cannot be
 # read, is stale. Its cell runs again first, each platform in the test binary built for it,
-# and is compared with the store (gen import --verify --stale: a stale known issue is never
+# and is compared with the store (gen measure --verify --stale: a stale known issue is never
 # just left ignored; nothing is run where nothing is stale); then any stale entry fails the
-# run, naming it and how to measure it again (gen import --platform P --stale, a reviewed
+# run, naming it and how to measure it again (gen measure --platform P --stale, a reviewed
 # diff of the store).
-step "stale evidence of the high-priority models: measured again and compared (gen import --verify --stale), then none may be left (gen coverage --fail-on-stale high; the table in results/coverage.md)"
+step "stale evidence of the high-priority models: measured again and compared (gen measure --verify --stale), then none may be left (gen coverage --fail-on-stale high; the table in results/coverage.md)"
 stale_status=0
 for platform_features in cpu:torch openvino:qnn,openvino qnn:qnn,openvino webgpu:webgpu,webnn,firefox webnn:webgpu,webnn,firefox; do
-  RUST_TEST_THREADS=1 "$gen" import --platform "${platform_features%%:*}" --verify --stale "${high_priority_models[@]}" \
+  RUST_TEST_THREADS=1 "$gen" measure --platform "${platform_features%%:*}" --verify --stale "${high_priority_models[@]}" \
     --features "${platform_features#*:}" 2>&1 | tee -a "$log" || stale_status=1
 done
 if "$gen" coverage --fail-on-stale high > results/coverage.md; then
   echo "no stale entry of a high-priority model"
 else
   sed -n '/^error: the evidence store/,$p' results/coverage.md | head -40
-  echo "error: the high-priority models' evidence is stale: measure it again with \`gen import --platform P --stale --model M\` on this machine and commit the store's diff" >&2
+  echo "error: the high-priority models' evidence is stale: measure it again with \`gen measure --platform P --stale --model M\` on this machine and commit the store's diff" >&2
   stale_status=1
 fi
 (( stale_status == 0 )) || exit 1

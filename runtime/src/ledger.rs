@@ -225,7 +225,7 @@ pub fn assert_fixtures_or_reasons(cells: &[&Cell]) {
     }
     assert!(
         missing.is_empty(),
-        "{} models have neither a fixture nor a recorded reason:\n  {}\nrun `gen fixtures` (or `gen import --model M`, which records an export failure as the known issue)",
+        "{} models have neither a fixture nor a recorded reason:\n  {}\nrun `gen fixtures` (or `gen derive --model M`, which records an export failure as the known issue)",
         missing.len(),
         missing.join("\n  ")
     );

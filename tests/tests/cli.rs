@@ -312,7 +312,7 @@ fn missing_required_field() {
         &ws,
         &bert(&ws),
         first_key,
-        "`task` is set neither in the spec nor by `gen import`",
+        "`task` is set neither in the spec nor by `gen derive`",
     );
 }
 
@@ -509,7 +509,7 @@ fn doctor_fails_on_a_cpu_class_the_store_never_measured_and_says_how_to_record_i
     for words in [
         format!("cpu class: {class} ("),
         "the evidence store has no cpu evidence measured on a CPU of this class".to_string(),
-        "`gen import --platform cpu`, then `gen`".to_string(),
+        "`gen measure --platform cpu`, then `gen`".to_string(),
     ] {
         assert!(run.stdout.contains(&words), "{words:?} in:\n{}", run.stdout);
     }
@@ -542,7 +542,7 @@ fn records_without_a_cpu_class_are_classed_by_the_flags_of_their_machine() {
     let run = on_specs(
         &ws,
         &[
-            "import",
+            "measure",
             "--platform",
             "cpu",
             "--cpu-flags",
@@ -554,7 +554,7 @@ fn records_without_a_cpu_class_are_classed_by_the_flags_of_their_machine() {
         on_specs(
             &ws,
             &[
-                "import",
+                "measure",
                 "--platform",
                 "cpu",
                 "--model",
@@ -649,7 +649,7 @@ fn textish_measured_today(specs: &std::path::Path) -> (std::path::PathBuf, Strin
     (evidence, text, unversioned)
 }
 
-/// `gen import --stale` re-measures only the cells holding a stale entry: with
+/// `gen measure --stale` re-measures only the cells holding a stale entry: with
 /// the store fresh it has nothing to run; with the entry's engine version gone
 /// (stale, never fresh) it selects that cell and goes on to measure it (here from
 /// an empty records folder, which it says holds no run).
@@ -662,7 +662,7 @@ fn import_stale_measures_only_stale_entries_again() {
     std::fs::create_dir_all(&records).unwrap();
     let import = || {
         run_gen(&[
-            "import",
+            "measure",
             "--specs",
             specs.to_str().unwrap(),
             "--platform",
@@ -697,12 +697,51 @@ fn import_stale_measures_only_stale_entries_again() {
         stale.stdout,
         stale.stderr
     );
-    let without_platform = run_gen(&["import", "--specs", specs.to_str().unwrap(), "--stale"]);
+    let without_platform = run_gen(&["measure", "--specs", specs.to_str().unwrap(), "--stale"]);
     assert!(
         without_platform.stderr.contains("add --platform P"),
         "{}",
         without_platform.stderr
     );
+}
+
+/// `gen import` was two verbs and `gen results import` one: each old spelling is refused,
+/// naming the verb that does what was asked, and touches nothing.
+#[test]
+fn renamed_verbs_are_refused_with_their_new_name() {
+    let scratch = Scratch::new("renamed-verbs");
+    let specs = scratch.path().join("specs");
+    copy_tree(&workspace().join("tests/specs"), &specs);
+    let db = scratch.path().join("results.sqlite");
+    let specs = specs.to_str().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["import", "--specs", specs, "--model", "textish"],
+            "run `gen derive --model textish",
+        ),
+        (
+            &["import", "--specs", specs, "--check"],
+            "run `gen derive --check`",
+        ),
+        (
+            &["import", "--specs", specs, "--platform", "cpu", "--verify"],
+            "run `gen measure --platform cpu --verify`",
+        ),
+        (
+            &["results", "--db", db.to_str().unwrap(), "import", "x.jsonl"],
+            "`gen results import` is now `gen results load`",
+        ),
+    ];
+    for (args, says) in cases {
+        let run = run_gen(args);
+        assert_eq!(run.code, 1, "{args:?}: {}{}", run.stdout, run.stderr);
+        assert!(
+            run.stderr.contains(says),
+            "{args:?} should say {says:?}: {}",
+            run.stderr
+        );
+    }
+    assert!(!db.exists(), "a refused verb opened the database");
 }
 
 #[test]
@@ -888,7 +927,7 @@ fn albert_pass(run: &str, check: &str, content: &str) -> String {
     .to_string()
 }
 
-/// Passes are kept in the store by content: `gen import` writes a cell's passed checks
+/// Passes are kept in the store by content: `gen measure` writes a cell's passed checks
 /// with its run, a run that measured the same content writes nothing, other content
 /// replaces them; and a report of a run that did not reach the cell shows it passed by
 /// the run that measured it, which without the store's pass it cannot.
@@ -908,7 +947,7 @@ fn a_cell_this_run_did_not_reach_shows_the_run_that_measured_its_passes() {
         let run = on_specs(
             &ws,
             &[
-                "import",
+                "measure",
                 "--platform",
                 "cpu",
                 "--model",
@@ -942,7 +981,7 @@ fn a_cell_this_run_did_not_reach_shows_the_run_that_measured_its_passes() {
         "results",
         "--db",
         db.to_str().unwrap(),
-        "import",
+        "load",
         records.join("vm.jsonl").to_str().unwrap(),
     ]);
     assert_eq!(imported.code, 0, "{}", imported.stderr);

@@ -142,13 +142,13 @@ fn a_torn_line_is_reported_and_the_rest_imports_once(folders: &Folders) {
     let mut text = std::fs::read_to_string(&host_b).unwrap();
     text.push_str(r#"{"run_id":"torn","time":"2026-"#);
     std::fs::write(&host_b, text).unwrap();
-    let first = gen_ok(&["results", "--db", db_s, "import", results_s]);
+    let first = gen_ok(&["results", "--db", db_s, "load", results_s]);
     assert!(
         first.contains("7 records added, 0 already there, 1 lines rejected"),
         "{first}"
     );
     assert!(first.contains("host-b.jsonl:3: torn last line"), "{first}");
-    let again = gen_ok(&["results", "--db", db_s, "import", results_s]);
+    let again = gen_ok(&["results", "--db", db_s, "load", results_s]);
     assert!(
         again.contains("0 records added, 7 already there"),
         "importing twice added records:\n{again}"
@@ -324,7 +324,7 @@ fn compare_catches_a_slowdown_and_a_speed_up(folders: &Folders) {
         "results",
         "--db",
         db_s,
-        "import",
+        "load",
         scratch.join("slow.jsonl").to_str().unwrap(),
         scratch.join("fast.jsonl").to_str().unwrap(),
     ]);
@@ -436,13 +436,7 @@ fn runs_alone_leave_the_cell_incomplete(folders: &Folders) {
         .map(str::to_string)
         .collect();
     std::fs::write(&runs_only, kept.join("\n") + "\n").unwrap();
-    gen_ok(&[
-        "results",
-        "--db",
-        db_s,
-        "import",
-        runs_only.to_str().unwrap(),
-    ]);
+    gen_ok(&["results", "--db", db_s, "load", runs_only.to_str().unwrap()]);
     gen_ok(&[
         "report",
         "--db",

@@ -160,7 +160,7 @@ cargo nextest run --locked -p generated --features {} --partition hash:${{{{ mat
     );
     let _ = writeln!(
         y,
-        "      - run: cargo run --locked --release -p generator --bin gen -- results import records"
+        "      - run: cargo run --locked --release -p generator --bin gen -- results load records"
     );
     let _ = writeln!(
         y,

@@ -1,4 +1,4 @@
-"""What transformers' own registries say about each architecture, for `gen import`.
+"""What transformers' own registries say about each architecture, for `gen derive`.
 
 Everything here is derived, never guessed:
 
@@ -555,7 +555,7 @@ def _row(model_type: str) -> dict:
 
 def classify_only(model_type: str) -> dict:
     """Category, architecture type, modality and task without building a model (for
-    `gen import --check`): from the registries and the tiny config's structure."""
+    `gen derive --check`): from the registries and the tiny config's structure."""
     row = _row(model_type)
     if row.get("library") == "diffusers":
         return {"registries": row["registries"], **diffusion.classify(row)}

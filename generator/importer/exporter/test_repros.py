@@ -1,6 +1,6 @@
 """Each minimal reproduction of repros.py still fails as the architectures it stands for do:
 one that exports now means the torch upgrade fixed it (retry those architectures' export with
-`gen import --model ...`, and drop the reproduction)."""
+`gen derive --model ...`, and drop the reproduction)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A long-lived exporter process for `gen import` and `gen fixtures`: importing torch and
+"""A long-lived exporter process for `gen derive` and `gen fixtures`: importing torch and
 transformers costs seconds, so gen starts one of these per core and sends it jobs.
 
 Protocol: one JSON job per line on stdin, one JSON answer per line on the file descriptor
@@ -14,7 +14,7 @@ given by --answers (stdout, which torch and transformers also print to, goes to 
         whose ONNX export failed ("onnx_error" in the job): libtorch's fixture (torchscript.py)
     {"id": 9, "kind": "generation", "job": {...}}  -> the same, for a generation fixture (generation.py)
     {"id": 9, "kind": "cache", "job": {...}}       -> {"id": 9, "ok": true, "result": [{layers, tensors}, ...]}
-        (the cache that fixture would hold, as the spec's `cache:` declares it: gen import's)
+        (the cache that fixture would hold, as the spec's `cache:` declares it: gen derive's)
     {"id": 9, "kind": "memory", "job": {"spec", "task", "checkpoint"}} -> {"id": 9, "ok": true, "result": {...}}
         (the architecture at its default size on the meta device: memory.py, for gen memory)
     failure                                        -> {"id": .., "ok": false, "error": "<one line>"}

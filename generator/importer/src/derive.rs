@@ -1,4 +1,4 @@
-//! `gen import`: one spec per architecture of transformers' base-model
+//! `gen derive`: one spec per architecture of transformers' base-model
 //! registry, derived by the Python worker (generator/importer/exporter/registry.py):
 //! category, architecture type and task from the task registries, a generic
 //! tiny config, and inputs and outputs from running the tiny model. Each
@@ -29,7 +29,10 @@ use crate::workers::{JobError, Pool, Progress};
 use hwmatrix_specs::spec::evidence::PipelineFailure;
 use hwmatrix_specs::spec::{self, DefaultsFile, Imported, LoadedModel, SpecFile};
 
-pub const MARKER: &str = "# ---- written by `gen import`: everything below this line is derived and rewritten on each import; edit above it ----";
+pub const MARKER: &str = "# ---- written by `gen derive`: everything below this line is derived and rewritten on each derive; edit above it ----";
+/// The marker as `gen import` (the command's old name) wrote it: still read, so a
+/// spec written before the rename keeps its curated part; the next derive writes [`MARKER`].
+const OLD_MARKER: &str = "# ---- written by `gen import`: everything below this line is derived and rewritten on each import; edit above it ----";
 
 /// The checked-in list of architectures the importer leaves out, each with its reason.
 pub const EXCLUSIONS: &str = "import-exclusions.yaml";
@@ -130,7 +133,7 @@ pub fn run(
     let written = import.write(drafts, &texts, &failures, &traced, out)?;
     let _ = writeln!(
         out,
-        "gen import (transformers {}): {} architectures, {} excluded ({}), {} specs written, {} unchanged, {} with a known issue, {caches_unread} generating with a cache it could not read, {} undecided ({:.0} s)",
+        "gen derive (transformers {}): {} architectures, {} excluded ({}), {} specs written, {} unchanged, {} with a known issue, {caches_unread} generating with a cache it could not read, {} undecided ({:.0} s)",
         registered.version,
         registered.all.len(),
         registered.exclusions.exclusions.len(),
@@ -151,7 +154,7 @@ pub fn run(
     for path in &written.changed_meanwhile {
         let _ = writeln!(
             err,
-            "error: {} changed while gen import ran; it is left as it is, with its change\n  help: run `gen import --model {}` again",
+            "error: {} changed while gen derive ran; it is left as it is, with its change\n  help: run `gen derive --model {}` again",
             path.display(),
             path.file_stem().and_then(|s| s.to_str()).unwrap_or("?")
         );
@@ -331,7 +334,7 @@ impl Import<'_> {
             let curated = match (&path, texts.get(&model_type)) {
                 (Some(_), Some(text)) => curated_part(text),
                 _ => format!(
-                    "# {model_type}: imported by `gen import`. Curated fields go here, above the line.\nmodel_type: {model_type}\n"
+                    "# {model_type}: imported by `gen derive`. Curated fields go here, above the line.\nmodel_type: {model_type}\n"
                 ),
             };
             let file: SpecFile = parse_draft(&curated, &imported, &model_type)?;
@@ -505,7 +508,7 @@ impl Import<'_> {
 
     /// Stage 5: what changed is written, the pipeline's outcome into the
     /// evidence store. A file that changed on disk since stage 1 read it (a
-    /// person's edit, another gen import) is left as it is: writing the draft
+    /// person's edit, another gen derive) is left as it is: writing the draft
     /// would lose that change.
     fn write(
         &self,
@@ -734,7 +737,7 @@ pub(crate) fn existing_specs(models: &Path) -> Result<BTreeMap<String, PathBuf>,
 
 /// Everything above the marker (the whole file when it has none), ending in a newline.
 pub fn curated_part(text: &str) -> String {
-    let curated = match text.find(MARKER) {
+    let curated = match text.find(MARKER).or_else(|| text.find(OLD_MARKER)) {
         Some(at) => &text[..at],
         None => text,
     };
@@ -829,7 +832,7 @@ fn omit_defaults(imported: &mut Imported, file: &SpecFile, defaults: &DefaultsFi
     }
 }
 
-/// `gen import --check`: every spec's effective category, architecture type
+/// `gen derive --check`: every spec's effective category, architecture type
 /// and task against what the registries decide now. A curated field may
 /// differ (a person decided); an imported one may not (the import is stale).
 fn check(
@@ -908,7 +911,7 @@ fn check(
                     want.unwrap_or("?")
                 );
             } else {
-                problems.push(format!("{}: imported {field} `{have}`, but the registries now say `{}` (run `gen import --model {model_type}`)", path.display(), want.unwrap_or("?")));
+                problems.push(format!("{}: imported {field} `{have}`, but the registries now say `{}` (run `gen derive --model {model_type}`)", path.display(), want.unwrap_or("?")));
             }
         }
     }
@@ -917,7 +920,7 @@ fn check(
     }
     let _ = writeln!(
         out,
-        "gen import --check: {checked} specs checked against the registries, {} problems, {curated_differs} curated fields that differ on purpose; {} registered architectures have no spec yet (`gen import` writes them)",
+        "gen derive --check: {checked} specs checked against the registries, {} problems, {curated_differs} curated fields that differ on purpose; {} registered architectures have no spec yet (`gen derive` writes them)",
         problems.len(),
         without_spec.len()
     );

@@ -107,7 +107,7 @@ pub fn build(
         let model = model_plan.model;
         // A measured failure of the generation exporter (`imported.generation_export`) is the
         // spec's known issue, skipped like a float32 export's: its checks say why, and
-        // `gen import --platform cpu` records a fixture built after a fix (`--retry-generation`).
+        // `gen measure --platform cpu` records a fixture built after a fix (`--retry-generation`).
         if model
             .spec
             .pipeline_entry(hwmatrix_cell::CheckId::GenerationExport)
@@ -313,7 +313,7 @@ pub fn export_job(
 }
 
 /// A worker's job on a generating model (`kind`: `generation` builds its fixture in
-/// `out_dir`, `cache` only reads its cache for gen import): the spec as the
+/// `out_dir`, `cache` only reads its cache for gen derive): the spec as the
 /// generation exporter receives it, with the declared cache.
 pub fn generation_job(
     model: &LoadedModel,

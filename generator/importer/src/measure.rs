@@ -1,4 +1,4 @@
-//! `gen import --platform P`: a platform's cells run for real, and what they
+//! `gen measure --platform P`: a platform's cells run for real, and what they
 //! measured goes into the evidence store (`model-specs/evidence/`). Every
 //! cell of P that can run (its model has a fixture, no person set its status
 //! on P, its engine is built) is tested with the cargo features of P and its
@@ -11,7 +11,7 @@
 //!
 //! The cells are the generated tests themselves (`cargo test -p generated`),
 //! read back from their result records: the same checks, engine and library
-//! as any test run, so `gen import --platform` and `cargo test` cannot
+//! as any test run, so `gen measure --platform` and `cargo test` cannot
 //! disagree about a cell. Only one run's records are taken (the newest run in
 //! the folder), the newest record per check, and only checks that ran
 //! (`basis: measured`, passed or failed): never the records the ledger writes
@@ -36,7 +36,7 @@ use hwmatrix_specs::spec::evidence::{self, Entry, EntryKey, EntryOutcome, Proven
 use hwmatrix_specs::spec::passed::{self, PassedCell};
 use hwmatrix_specs::spec::{LoadedModel, Specs};
 
-/// A record as gen import reads it: what an evidence entry keeps of it.
+/// A record as gen measure reads it: what an evidence entry keeps of it.
 trait AsEntry {
     fn measured(&self) -> bool;
     fn entry(&self) -> Option<Entry>;
@@ -217,7 +217,7 @@ fn key_of(check: CheckId, record: &Record) -> EntryKey {
     key
 }
 
-/// How `gen import --platform` runs.
+/// How `gen measure --platform` runs.
 pub struct Options<'a> {
     /// A results folder of a run already made (here or on another machine) to
     /// import instead of running the cells.
@@ -452,14 +452,14 @@ pub fn run(
     if nothing_to_run && options.stale {
         let _ = writeln!(
             out,
-            "gen import --platform {platform} --stale: no stored entry of the selected models is stale here, nothing to measure again"
+            "gen measure --platform {platform} --stale: no stored entry of the selected models is stale here, nothing to measure again"
         );
         return Ok(0);
     }
     if nothing_to_run {
         let _ = writeln!(
             out,
-            "gen import --platform {platform}: no cell to measure (every selected model is a known issue, unsupported or has no engine on {platform})"
+            "gen measure --platform {platform}: no cell to measure (every selected model is a known issue, unsupported or has no engine on {platform})"
         );
         return Ok(0);
     }
@@ -534,7 +534,7 @@ pub fn run(
         if selected.at_our_limit > 0 {
             let _ = writeln!(
                 out,
-                "gen import --platform {platform} --verify: {} cells whose stored checks all ran past our time limit are not re-measured (`gen import --platform {platform} --model M` measures them again)",
+                "gen measure --platform {platform} --verify: {} cells whose stored checks all ran past our time limit are not re-measured (`gen measure --platform {platform} --model M` measures them again)",
                 selected.at_our_limit
             );
         }
@@ -557,7 +557,7 @@ pub fn run(
     };
     let _ = writeln!(
         out,
-        "gen import --platform {platform} (run {run_id}): {} cells measured, {} pass every float32 check, {} with a failed float32 check, {} with precision checks only; {} precision checks did not pass, {} generates checks failed; quantization checks of {} models measured ({} planned), {} failed; {written} evidence files written (run `gen` to regenerate the cells){classes}",
+        "gen measure --platform {platform} (run {run_id}): {} cells measured, {} pass every float32 check, {} with a failed float32 check, {} with precision checks only; {} precision checks did not pass, {} generates checks failed; quantization checks of {} models measured ({} planned), {} failed; {written} evidence files written (run `gen` to regenerate the cells){classes}",
         tally.passed + tally.failed + tally.precision_only,
         tally.passed,
         tally.failed,
@@ -576,7 +576,7 @@ pub fn run(
 /// export a known issue) are exported again from the tiny model into a
 /// scratch folder, and what that gives is compared with the stored entry as a
 /// cell's check is. Failures before the export (deriving the spec) are the
-/// spec importer's to re-measure (`gen import`), not this.
+/// spec importer's to re-measure (`gen derive`), not this.
 fn reexport<'a>(
     specs: &'a Specs,
     models: &[String],
@@ -626,7 +626,7 @@ fn reexport<'a>(
     };
     let _ = writeln!(
         out,
-        "gen import --platform cpu --verify: exporting again the {} selected models whose store holds an export failure: {}",
+        "gen measure --platform cpu --verify: exporting again the {} selected models whose store holds an export failure: {}",
         jobs.len(),
         failed_at_export
             .iter()
@@ -1307,7 +1307,7 @@ fn verify(
     }
     let _ = writeln!(
         out,
-        "gen import --platform {platform} --verify (run {run_id}): {compared} checks re-measured and compared (outcome, who failed, error kind), {entries} of them with a stored entry; {} disagree with the store ({} more re-measured without an entry in a cell whose entry predates per-check evidence, and {} stopped by our time limit in the store or this run: not compared)",
+        "gen measure --platform {platform} --verify (run {run_id}): {compared} checks re-measured and compared (outcome, who failed, error kind), {entries} of them with a stored entry; {} disagree with the store ({} more re-measured without an entry in a cell whose entry predates per-check evidence, and {} stopped by our time limit in the store or this run: not compared)",
         disagreements.len(),
         uncomparable.len(),
         at_limit.len()
@@ -1329,14 +1329,14 @@ fn verify(
     if compared == 0 {
         let _ = writeln!(
             err,
-            "error: gen import --platform {platform} --verify compared nothing: no re-measured check had a comparable entry, so nothing was verified\n  help: check the slice (--slice K/N) and that the run's records are this platform's"
+            "error: gen measure --platform {platform} --verify compared nothing: no re-measured check had a comparable entry, so nothing was verified\n  help: check the slice (--slice K/N) and that the run's records are this platform's"
         );
         return Ok(1);
     }
     if !disagreements.is_empty() {
         let _ = writeln!(
             err,
-            "  help: a change the run confirms is accepted with `gen import --platform {platform} --model M` and reviewed as a diff of model-specs/evidence/"
+            "  help: a change the run confirms is accepted with `gen measure --platform {platform} --model M` and reviewed as a diff of model-specs/evidence/"
         );
     }
     Ok(i32::from(!disagreements.is_empty()))
@@ -1417,7 +1417,7 @@ pub fn cargo_test_cells(
 }
 
 /// A measurement's records, kept in the checkout's results folder
-/// (`results/gen-import-<platform>-<run>.jsonl`, which `gen results import`
+/// (`results/gen-measure-<platform>-<run>.jsonl`, which `gen results load`
 /// reads): the entries written from them cite each by its name, and the
 /// store keeps an error's cause only, so the whole error and page log stay
 /// there. A verification writes no entry and keeps none.
@@ -1437,14 +1437,14 @@ fn keep_records(scratch: &Path, platform: Platform, run: &str, err: &mut dyn Wri
             );
         }
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let path = dir.join(format!("gen-import-{platform}-{run}.jsonl"));
+        let path = dir.join(format!("gen-measure-{platform}-{run}.jsonl"));
         hwmatrix_specs::files::write_atomically(&path, text.as_bytes())?;
         Ok(path)
     });
     let _ = match kept {
         Ok(path) => writeln!(
             err,
-            "the run's records: {} (`gen results import` reads them; `gen results show RECORD` prints the one an entry cites)",
+            "the run's records: {} (`gen results load` reads them; `gen results show RECORD` prints the one an entry cites)",
             path.display()
         ),
         Err(why) => writeln!(
@@ -1499,7 +1499,7 @@ fn read_records(
         }
         let check = record.check.parse::<CheckId>().map_err(|e| {
             format!(
-                "error: {}: record {id} ({} on {platform}): {e}\n  help: records of an older hwmatrix go into the database with `gen results import`",
+                "error: {}: record {id} ({} on {platform}): {e}\n  help: records of an older hwmatrix go into the database with `gen results load`",
                 dir.display(),
                 record.model
             )

@@ -68,7 +68,7 @@ pub fn run(cx: &Context, args: &Args, out: &mut dyn Write) -> Result<i32, String
     }
     let _ = writeln!(
         out,
-        "  help: measure them again (`gen import --platform P --stale --model M` runs only the cells holding one), then `gen` and commit model-specs/evidence/"
+        "  help: measure them again (`gen measure --platform P --stale --model M` runs only the cells holding one), then `gen` and commit model-specs/evidence/"
     );
     Ok(1)
 }

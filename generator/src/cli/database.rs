@@ -17,7 +17,7 @@ pub fn existing(db: Option<&Path>) -> Result<Database, String> {
     let path = path(db)?;
     if !path.is_file() {
         return Err(format!(
-            "error: no results database at {}\n  help: `gen results import` loads the records (results/*.jsonl) first",
+            "error: no results database at {}\n  help: `gen results load` loads the records (results/*.jsonl) first",
             path.display()
         ));
     }

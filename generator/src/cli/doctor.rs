@@ -204,12 +204,12 @@ fn cpu_class(
             class.date
         )),
         Ok(None) if platform == Platform::Cpu => missing.push(format!(
-            "cpu class: {}: the evidence store has no cpu evidence measured on a CPU of this class ({}), so its precision checks would be judged by another class's verdicts (int8's kernels differ by class). Record this class on this machine: `gen import --platform cpu`, then `gen`, and commit model-specs/evidence/ (a reviewed diff)",
+            "cpu class: {}: the evidence store has no cpu evidence measured on a CPU of this class ({}), so its precision checks would be judged by another class's verdicts (int8's kernels differ by class). Record this class on this machine: `gen measure --platform cpu`, then `gen`, and commit model-specs/evidence/ (a reviewed diff)",
             here.describe(),
             hwmatrix_specs::spec::cpu_classes::path(Path::new("model-specs")).display()
         )),
         Ok(None) => found.push(format!(
-            "cpu class: {}: never measured for {platform} (its precision checks run and are this class's first measurements; `gen import --platform {platform}` records them)",
+            "cpu class: {}: never measured for {platform} (its precision checks run and are this class's first measurements; `gen measure --platform {platform}` records them)",
             here.describe()
         )),
         Err(e) => missing.push(format!("cpu class: {e}")),

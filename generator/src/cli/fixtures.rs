@@ -25,7 +25,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     checkpoint: Option<PathBuf>,
     /// Also export the generation fixtures of models whose generation exporter failed
-    /// before (`imported.generation_export`), after changing it; then `gen import
+    /// before (`imported.generation_export`), after changing it; then `gen measure
     /// --platform cpu` records whether their `generates` checks pass now
     #[arg(long)]
     retry_generation: bool,
@@ -125,7 +125,7 @@ pub fn run(
     if !summary.failed.is_empty() {
         let _ = writeln!(
             err,
-            "  help: the tracebacks are in {}/.logs/. Our harness's failure (building or feeding the tiny model) is ours to fix in the spec's tiny_config or inputs; `gen import --model <model_type>` re-derives the spec and records where the pipeline stops (stage config or reference: not tested; export: the exporters' known issue)",
+            "  help: the tracebacks are in {}/.logs/. Our harness's failure (building or feeding the tiny model) is ours to fix in the spec's tiny_config or inputs; `gen derive --model <model_type>` re-derives the spec and records where the pipeline stops (stage config or reference: not tested; export: the exporters' known issue)",
             dir.display()
         );
     }

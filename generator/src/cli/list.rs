@@ -11,7 +11,7 @@ use super::Context;
 pub struct Args {
     /// Only the models in slice K of N (`3/8`): each model falls in one slice by its
     /// model_type, and slice K of N is inside slice K mod M of M where M divides N
-    /// (`gen import --verify --slice` cuts the same way). tests/run.sh measures one
+    /// (`gen measure --verify --slice` cuts the same way). tests/run.sh measures one
     /// slice's cells a run
     #[arg(long, value_name = "K/N", value_parser = slice::parse_slice)]
     pub slice: Option<(u32, u32)>,

@@ -17,12 +17,14 @@ mod checkpoint;
 mod ci;
 mod coverage;
 mod database;
+mod derive;
 mod doctor;
 mod fixtures;
 mod generate;
-mod import;
 mod list;
+mod measure;
 mod memory;
+mod renamed;
 mod report;
 mod results;
 mod show;
@@ -56,7 +58,9 @@ Examples:
   gen --category vision --check     exit 1 if the vision models' files or the index files differ
   gen list                          models, categories, platforms and cell counts
   gen fixtures --model bert         build the ONNX fixture and references of bert
-  gen results import                load results/*.jsonl into the results database
+  gen derive --model bert           derive bert's spec from transformers' registries
+  gen measure --platform cpu        run cpu's cells and take their records into the evidence store
+  gen results load                  load results/*.jsonl into the results database
   gen report --format html --out results/report   the compatibility matrix, every mark naming its records
   gen bench --model bert --platform cpu           latency, throughput, memory and the Rust/Python ratio
   gen memory --model llama                        parameters, bytes per format and device, cache per token
@@ -86,14 +90,20 @@ pub enum Command {
     /// Build fixtures (ONNX model + reference inputs/outputs) with the Python exporter; cached
     Fixtures(fixtures::Args),
     /// Write one spec per architecture of transformers' base-model registry (see --help)
-    #[command(long_about = import::ABOUT)]
-    Import(import::Args),
+    #[command(long_about = derive::ABOUT)]
+    Derive(derive::Args),
+    /// Run a platform's cells for real and take their records into the evidence store (see --help)
+    #[command(long_about = measure::ABOUT)]
+    Measure(measure::Args),
+    /// The old name of `gen derive` and `gen measure`: refused, naming the new one
+    #[command(hide = true)]
+    Import(renamed::Args),
     /// Say, per platform, whether its cells can run here and exactly what is missing; exit 1 if any selected platform is unusable
     #[command(long_about = doctor::ABOUT)]
     Doctor,
     /// Print a model's spec with defaults and imported fields filled in, and where each came from
     Show(show::Args),
-    /// The results database: import record files, list runs, verify a report (see --help)
+    /// The results database: load record files, list runs, verify a report (see --help)
     #[command(long_about = results::ABOUT)]
     Results(results::Args),
     /// Benchmark one cell: latency (median, p90), throughput per batch, peak memory, and the Rust/Python ratio (see --help)
@@ -238,7 +248,9 @@ fn execute(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, S
         None => generate::run(&cx, &cli.generate, out),
         Some(Command::List(args)) => list::run(&cx, args, out),
         Some(Command::Fixtures(args)) => fixtures::run(&cx, args, out, err),
-        Some(Command::Import(args)) => import::run(&cx, args, out, err),
+        Some(Command::Derive(args)) => derive::run(&cx, args, out, err),
+        Some(Command::Measure(args)) => measure::run(&cx, args, out, err),
+        Some(Command::Import(args)) => renamed::import(&cx, args),
         Some(Command::Doctor) => doctor::run(&cx, out),
         Some(Command::Show(args)) => show::run(&cx, args, out),
         Some(Command::Results(args)) => results::run(&cx, args, out, err),

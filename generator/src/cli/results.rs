@@ -33,11 +33,17 @@ pub struct Args {
 
 #[derive(Debug, Subcommand)]
 pub enum Verb {
-    /// Import JSON-lines record files (default: every results/*.jsonl, and the records of
+    /// Load JSON-lines record files (default: every results/*.jsonl, and the records of
     /// each checkpoint's row, results/checkpoints/*/records/*.jsonl)
-    Import {
+    Load {
         /// Record files (*.jsonl) or folders of them
         files: Vec<PathBuf>,
+    },
+    /// The old name of `load`: refused, naming it
+    #[command(hide = true)]
+    Import {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        rest: Vec<String>,
     },
     /// List the runs in the database: run id, hosts, first and last record, records
     Runs,
@@ -61,10 +67,14 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<i32, String> {
+    if let Verb::Import { .. } = &args.verb {
+        return Err(super::renamed::results_import());
+    }
     cx.reads_everything("results")?;
     let mut database = Database::open(&database::path(args.db.as_deref())?)?;
     match &args.verb {
-        Verb::Import { files } => {
+        Verb::Import { .. } => unreachable!("refused before the database opens"),
+        Verb::Load { files } => {
             let files = record_files(files)?;
             if files.is_empty() {
                 return Err("error: no record files (*.jsonl) to import\n  help: run the cells first (cargo test -p generated), or name the files".into());
@@ -137,7 +147,7 @@ pub fn run(
             None => {
                 let _ = writeln!(
                     err,
-                    "error: no record {record} in {}\n  help: a record is named by 16 hex digits; import its run's records first (`gen results import DIR`)",
+                    "error: no record {record} in {}\n  help: a record is named by 16 hex digits; load its run's records first (`gen results load DIR`)",
                     database.path().display()
                 );
                 Ok(1)

@@ -61,5 +61,5 @@ pub const CHECKS: [&str; 3] = [
 pub const GENERATES: &str = CheckId::Generates.name();
 
 /// How a `generates` check says the generation exporter failed on its model
-/// (no fixture to run): `gen import` reads the exporter's error after it.
+/// (no fixture to run): `gen derive` reads the exporter's error after it.
 pub const GENERATION_EXPORT_FAILED: &str = "the generation exporter failed on it: ";

@@ -1,5 +1,5 @@
 //! The result record: one JSON line per check of a cell, run or not, and
-//! every part of it. The runtime writes it, `gen results import` validates
+//! every part of it. The runtime writes it, `gen results load` validates
 //! it, and report, coverage, import and bench read its fields, all through
 //! these types: what a record holds is defined once. Stages and error kinds
 //! are enum values carried in the record, never recovered from its text.
@@ -72,7 +72,7 @@ pub struct Record {
     /// The class of the CPU the check computed on (its kernel-deciding
     /// instruction-set features), on platforms that compute on the host's CPU
     /// (cpu, openvino); absent in records written before it was recorded, which
-    /// `gen import --cpu-flags` classes from their machine's flags.
+    /// `gen measure --cpu-flags` classes from their machine's flags.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_class: Option<hwmatrix_cell::CpuClass>,
     /// The `generates` check's steps: each step's error, and where it first diverged.

@@ -1,6 +1,6 @@
 //! The CPU classes the evidence store was measured on,
 //! `model-specs/evidence/cpu-classes/measured.yaml`: per platform that
-//! computes on the host's CPU and per class, the last run `gen import`
+//! computes on the host's CPU and per class, the last run `gen measure`
 //! took its records from, and how many of its class-scoped checks (the
 //! precision variants) that run measured and passed. The store keeps only
 //! what did not pass, so this file is what says a class was measured at all:
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use hwmatrix_cell::Platform;
 use serde::{Deserialize, Serialize};
 
-const BANNER: &str = "# The CPU classes the evidence store was measured on: per platform and class, the run\n# `gen import --platform P` last took its records from. Written by gen import; never edit by hand.\n";
+const BANNER: &str = "# The CPU classes the evidence store was measured on: per platform and class, the run\n# `gen measure --platform P` last took its records from. Written by gen measure; never edit by hand.\n";
 
 /// The file, relative to the specs folder (a folder of its own: every
 /// `evidence/*.yaml` is a model's evidence).
@@ -78,7 +78,7 @@ pub fn read(root: &Path) -> Result<ClassesFile, String> {
     match std::fs::read_to_string(&path) {
         Ok(text) => serde_yaml::from_str(&text).map_err(|e| {
             format!(
-                "error: {}: {e}\n  help: gen import --platform P writes this file; restore it from git",
+                "error: {}: {e}\n  help: gen measure --platform P writes this file; restore it from git",
                 path.display()
             )
         }),

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::{ModelSpec, SpecError, locate_key};
 
 /// The banner every evidence file starts with.
-pub const BANNER: &str = "# Evidence: what runs measured, each failure with who failed, each cell's passes, with provenance.\n# Written by `gen import`; review a change like a snapshot, never edit it by hand.\n";
+pub const BANNER: &str = "# Evidence: what runs measured, each failure with who failed, each cell's passes, with provenance.\n# Written by `gen measure`; review a change like a snapshot, never edit it by hand.\n";
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -664,14 +664,14 @@ fn validate(path: &Path, source: &str, file: &EvidenceFile, errors: &mut Vec<Spe
         } else if let Some(what) = untidy(&entry.error) {
             Some((
                 format!("entry {name}'s error holds {what}"),
-                "keep the cause only, with paths relative to the fixture root (`<fixtures>/...`); the run's records keep the rest: gen import writes it so",
+                "keep the cause only, with paths relative to the fixture root (`<fixtures>/...`); the run's records keep the rest: gen measure writes it so",
             ))
         } else if entry.provenance.legacy.is_none()
             && (entry.provenance.run.is_none() || entry.provenance.host.is_none())
         {
             Some((
                 format!("entry {name} has no run or host"),
-                "evidence comes from a run's records: gen import writes their run id, host, device and versions",
+                "evidence comes from a run's records: gen measure writes their run id, host, device and versions",
             ))
         } else if !seen.insert(entry.sort_key()) {
             Some((
@@ -699,7 +699,7 @@ fn validate(path: &Path, source: &str, file: &EvidenceFile, errors: &mut Vec<Spe
                     b.platform,
                     b.engine.name()
                 ),
-                "let gen import write the file: one block per cell, by platform and engine",
+                "let gen measure write the file: one block per cell, by platform and engine",
             ));
         }
     }
@@ -716,7 +716,7 @@ fn validate(path: &Path, source: &str, file: &EvidenceFile, errors: &mut Vec<Spe
                 cell.platform,
                 cell.engine.name()
             ),
-            "passes come from a run's records: gen import writes their run id, host and checks",
+            "passes come from a run's records: gen measure writes their run id, host and checks",
         ));
     }
     if !file
@@ -728,7 +728,7 @@ fn validate(path: &Path, source: &str, file: &EvidenceFile, errors: &mut Vec<Spe
             path,
             at,
             "entries are not sorted by platform, engine and check",
-            "let gen import write the file",
+            "let gen measure write the file",
         ));
     }
 }

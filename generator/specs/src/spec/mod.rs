@@ -43,7 +43,7 @@ pub struct LoadedModel {
     pub path: PathBuf,
     /// Where each resolved top-level field came from: curated, imported or default.
     pub sources: BTreeMap<&'static str, resolve::Source>,
-    /// The `imported:` block as read (gen import rewrites it).
+    /// The `imported:` block as read (gen derive rewrites it).
     pub imported: Option<Imported>,
     /// `<specs folder name>/models/<category>/<model_type>.yaml`: machine-independent, for banners.
     pub display_path: String,

@@ -1,5 +1,5 @@
 //! One rule for every field of a spec: what a person wrote (curated, top
-//! level) wins over what `gen import` derived (`imported:`), which wins over
+//! level) wins over what `gen derive` derived (`imported:`), which wins over
 //! defaults.yaml, field by field (a curated `tiny_config` replaces the
 //! imported one whole, so what a person tuned is never mixed with guesses).
 
@@ -80,7 +80,7 @@ pub fn resolve(
     if class.is_none() {
         r.errors.push((
             "export",
-            "`export.class` is set neither in the spec nor by `gen import`".into(),
+            "`export.class` is set neither in the spec nor by `gen derive`".into(),
             "write `export: {class: <transformers class>}`".into(),
         ));
     }
@@ -230,11 +230,11 @@ impl Resolver<'_> {
         let why = self
             .imp
             .and_then(|i| i.undecided.clone())
-            .map(|u| format!(" (gen import: {u})"))
+            .map(|u| format!(" (gen derive: {u})"))
             .unwrap_or_default();
         self.errors.push((
             field,
-            format!("`{field}` is set neither in the spec nor by `gen import`{why}"),
+            format!("`{field}` is set neither in the spec nor by `gen derive`{why}"),
             format!("write `{field}:` at the top level of the spec"),
         ));
     }
@@ -336,7 +336,7 @@ impl Resolver<'_> {
         }
     }
 
-    /// The components `gen import` measured, where they are those the spec chooses: measurements
+    /// The components `gen derive` measured, where they are those the spec chooses: measurements
     /// of other components would check a model the spec no longer describes.
     fn components(
         &mut self,
@@ -344,7 +344,7 @@ impl Resolver<'_> {
         known_issue: bool,
         model_type: &str,
     ) -> Vec<Component> {
-        // Components are chosen by a person and measured by gen import: the measured ones must be
+        // Components are chosen by a person and measured by gen derive: the measured ones must be
         // of the chosen, or the spec changed since its import. A model that stops before export has none.
         let measured: Vec<Component> = self.imp.map(|i| i.components.clone()).unwrap_or_default();
         if chosen.is_empty() {
@@ -360,8 +360,8 @@ impl Resolver<'_> {
             if !known_issue {
                 self.errors.push((
                     "components",
-                    "the spec's `components` are not those `gen import` measured (`imported.components`)".into(),
-                    format!("run `gen import --model {model_type}` to measure each component's inputs and outputs"),
+                    "the spec's `components` are not those `gen derive` measured (`imported.components`)".into(),
+                    format!("run `gen derive --model {model_type}` to measure each component's inputs and outputs"),
                 ));
             }
             Vec::new()

@@ -270,7 +270,7 @@ pub struct DefaultIo {
 // ---- models/<category>/<model_type>.yaml ----------------------------------
 
 /// A spec file as written. Top-level fields are curated (written by a
-/// person); `imported:` is the block `gen import` owns and rewrites. A
+/// person); `imported:` is the block `gen derive` owns and rewrites. A
 /// curated field wins over the imported one, which wins over defaults.yaml
 /// ([`super::resolve`]).
 #[derive(Debug, Deserialize)]
@@ -295,7 +295,7 @@ pub struct SpecFile {
     #[serde(default)]
     pub tiny_config: BTreeMap<String, serde_yaml::Value>,
     /// Merged (nested dicts key by key) over the importer's generic shrink: the few keys an
-    /// architecture's own rules tie together. `gen import` derives with them, so inputs,
+    /// architecture's own rules tie together. `gen derive` derives with them, so inputs,
     /// outputs and the imported tiny config all follow.
     #[serde(default)]
     pub tiny_config_overrides: BTreeMap<String, serde_yaml::Value>,
@@ -316,11 +316,11 @@ pub struct SpecFile {
     #[serde(default)]
     pub web_quantization: Option<WebQuantization>,
     /// The parts a model is checked as, where its whole forward pass cannot
-    /// be exported: each by the submodule that computes it. `gen import`
+    /// be exported: each by the submodule that computes it. `gen derive`
     /// derives each part's inputs, outputs and shapes.
     #[serde(default)]
     pub components: Vec<ComponentChoice>,
-    /// The cache of a generating model's decoder, where `gen import` cannot read it from the
+    /// The cache of a generating model's decoder, where `gen derive` cannot read it from the
     /// model (it derives `imported.cache` where it can): replaces the imported one whole.
     #[serde(default)]
     pub cache: Option<Vec<CacheGroup>>,
@@ -382,7 +382,7 @@ pub struct ComponentChoice {
     pub fixed_inputs: Vec<String>,
 }
 
-/// A component with what `gen import` measured of it: the tensors its
+/// A component with what `gen derive` measured of it: the tensors its
 /// submodule receives and returns while the whole model runs on the spec's
 /// inputs, and their sizes in the spec's two shapes.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -407,7 +407,7 @@ impl Component {
     }
 }
 
-/// What `gen import` derived from transformers' registries and from running
+/// What `gen derive` derived from transformers' registries and from running
 /// the tiny model. Never edited by hand: re-running the importer rewrites it.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
