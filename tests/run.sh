@@ -19,7 +19,7 @@
 #      venv's torch); beside it and the steps after it, in lanes of their own, both
 #      openvino engines' cells (a test process each) and the qnn cells on Qualcomm's HTP
 #      emulator (the sixteenth's text, vision and audio architectures), then the store's qnn
-#      slice. The sixteenth is slice K of 16 of the architectures (gen list --slice), K the
+#      slice (a thirty-second). The sixteenth is slice K of 16 of the architectures (gen list --slice), K the
 #      commit count modulo 16, with the high-priority models every run: 16 commits in a
 #      row measure every cpu, openvino, qnn and wgpu cell (HWMATRIX_ALL_CELLS=1: all of
 #      them in one run)
@@ -358,13 +358,16 @@ in_background "OpenVINO's runtime cells" openvino_runtime_cells
 # (accepting it is `gen measure --platform P`, a reviewed diff). The slice follows the
 # commit count (a shallow clone has no count: its commit hash picks the slice) and lies
 # inside the run's sixteenth (it is that slice; `gen list --slice`), whose fixtures it reads:
-# sixteen commits in a row cover every stored cell of cpu, openvino and qnn (a slice of eight took
-# 20 minutes of a run: most stored qnn cells fail slowly, compiling for the emulator),
-# sixty-four those of the browser's webgpu and webnn, whose cells take longest
-# (SwiftShader, WebNN's CPU backend: a slice of 32, cut by model, took 12 minutes of a
-# cold run when it held a diffusion transformer), so that the re-verification stays a few
-# minutes of the run. Each platform runs in the test binary already built for it (--features).
-native="$((commit % 16))/16" web="$((commit % 64))/64"
+# sixteen commits in a row cover every stored cell of cpu and openvino, thirty-two those of
+# qnn (most stored qnn cells fail slowly, compiling for the emulator, one process each: a
+# sixteenth's 98 checks kept a core busy for 31 minutes of a cold run at count 439, its
+# longest lane, ending 6 minutes after every other step), sixty-four those of the browser's
+# webgpu and webnn, whose cells take longest (SwiftShader, WebNN's CPU backend: a slice of
+# 32, cut by model, took 12 minutes of a cold run when it held a diffusion transformer), so
+# that the re-verification stays a few minutes of the run. Slice K of 32 lies inside slice
+# K mod 16 of 16, the run's. Each platform runs in the test binary already built for it
+# (--features).
+native="$((commit % 16))/16" qnn_store="$((commit % 32))/32" web="$((commit % 64))/64"
 
 # Qualcomm's HTP: onnxruntime-qnn's plugin with its x86-64 HTP emulator, strict
 # (no CPU fallback), one static-shape graph per input shape; each check in a
@@ -382,9 +385,9 @@ for module in "${run_modules[@]}"; do
 done
 qnn_lane() {
   lanes_cells "${qnn_filters[@]}"
-  "$gen" measure --platform qnn --verify --slice "$native" --features qnn,openvino
+  "$gen" measure --platform qnn --verify --slice "$qnn_store" --features qnn,openvino
 }
-step "the qnn cells of slice $cells of the text, vision and audio architectures and of their high-priority models (Qualcomm's HTP emulator, provider verified from the session profile), then the store's qnn slice $native, beside the steps below"
+step "the qnn cells of slice $cells of the text, vision and audio architectures and of their high-priority models (Qualcomm's HTP emulator, provider verified from the session profile), then the store's qnn slice $qnn_store, beside the steps below"
 in_background "the qnn cells and the store's qnn slice" qnn_lane
 
 wait_for_build "$workspace_built"
