@@ -705,6 +705,29 @@ fn import_stale_measures_only_stale_entries_again() {
     );
 }
 
+/// A platform hardware.yaml leaves out is named, with the whole list the loader wants (from
+/// the platforms gen knows, so a new one is listed without another edit), and nothing is written.
+#[test]
+fn a_platform_missing_from_hardware_yaml_is_named_with_the_list() {
+    let scratch = Scratch::new("missing-platform");
+    let specs = scratch.path().join("specs");
+    copy_tree(&workspace().join("tests/specs"), &specs);
+    let hardware = specs.join("hardware.yaml");
+    let text = std::fs::read_to_string(&hardware).unwrap();
+    std::fs::write(&hardware, text.replacen("\n  qnn: {", "\n  # qnn: {", 1)).unwrap();
+    let run = run_gen(&["list", "--specs", specs.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("hardware.yaml:")
+            && run.stderr.contains("platform `qnn` is missing")
+            && run.stderr.contains(
+                "must describe all 8 platforms: cpu, cuda, rocm, mps, openvino, qnn, webnn, webgpu"
+            ),
+        "{}",
+        run.stderr
+    );
+}
+
 /// `gen import` was two verbs and `gen results import` one: each old spelling is refused,
 /// naming the verb that does what was asked, and touches nothing.
 #[test]

@@ -279,7 +279,11 @@ fn check_hardware(
                 path,
                 locate_key(src, "platforms", 0).unwrap_or((1, 1)),
                 format!("platform `{platform}` is missing"),
-                "hardware.yaml must describe all 8 platforms: cpu, cuda, rocm, mps, openvino, qnn, webnn, webgpu",
+                format!(
+                    "hardware.yaml must describe all {} platforms: {}",
+                    Platform::ALL.len(),
+                    platform_names()
+                ),
             )),
             Some(p) if p.feature != platform.name() => errors.push(SpecError::new(
                 path,
@@ -356,7 +360,11 @@ fn check_architectures(
                     "architecture `{name}` has no entry for {}",
                     missing.join(", ")
                 ),
-                "give every architecture an entry for each of the 8 platforms",
+                format!(
+                    "give every architecture an entry for each of the {} platforms: {}",
+                    Platform::ALL.len(),
+                    platform_names()
+                ),
             ));
         }
     }
@@ -966,6 +974,12 @@ fn agreement_bound_problem(bound: &PrecisionTolerance) -> Option<String> {
     } else {
         None
     }
+}
+
+/// Every platform's name, as the loader's help lists them: the list is `Platform::ALL`, so a
+/// new platform is named here without another edit.
+fn platform_names() -> String {
+    Platform::ALL.map(|p| p.name()).join(", ")
 }
 
 #[cfg(test)]
