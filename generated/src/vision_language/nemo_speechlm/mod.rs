@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "nemo_speechlm",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/nemo_speechlm.yaml",
-    spec_digest: "2ae02a9af5bd954db2a6d615ba22c55f6f84af6c82f1aaca6b65fc56fa77348a",
+    spec_digest: "6f1c4652785385ba367fcc7525e161360b2bf50b463a7bc96525741a2b06bcda",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
