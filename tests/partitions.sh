@@ -23,8 +23,8 @@ for k in 1 2; do
 done
 HWMATRIX_RESULTS="$scratch/whole" HWMATRIX_HOST=whole HWMATRIX_RUN_ID=whole nextest
 
-gen results --db "$scratch/parts.sqlite" import "$scratch/parts"
-gen results --db "$scratch/whole.sqlite" import "$scratch/whole"
+gen results --db "$scratch/parts.sqlite" load "$scratch/parts"
+gen results --db "$scratch/whole.sqlite" load "$scratch/whole"
 gen report --db "$scratch/parts.sqlite" --format json --out "$scratch/parts-report"
 gen report --db "$scratch/whole.sqlite" --format json --out "$scratch/whole-report"
 
