@@ -112,6 +112,23 @@ impl CheckId {
         }
     }
 
+    /// Whether `name` is its name, in a const context: `runtime::checks!` asserts it, so a
+    /// generated test named otherwise than the check it runs does not build.
+    pub const fn is_named(self, name: &str) -> bool {
+        let (own, other) = (self.name().as_bytes(), name.as_bytes());
+        if own.len() != other.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < own.len() {
+            if own[i] != other[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+
     /// The check a name names; None for a name no check has.
     pub fn parse(name: &str) -> Option<CheckId> {
         CheckId::ALL.into_iter().find(|check| check.name() == name)
@@ -225,6 +242,20 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", check.name()));
             assert_eq!(serde_json::from_str::<CheckId>(&json).unwrap(), check);
         }
+    }
+
+    /// The const comparison `runtime::checks!` builds on: its own name only, byte for byte.
+    #[test]
+    fn a_check_is_named_by_its_own_name_only() {
+        for check in CheckId::ALL {
+            assert!(check.is_named(check.name()), "{check}");
+            for other in CheckId::ALL.into_iter().filter(|other| *other != check) {
+                assert!(!check.is_named(other.name()), "{check} is named {other}");
+            }
+        }
+        assert!(!CheckId::Runs.is_named("run"));
+        assert!(!CheckId::Runs.is_named("runs "));
+        const { assert!(CheckId::Precision(Precision::Int8).is_named("int8_matches_reference")) };
     }
 
     /// A name no check has is refused with the names a check may have.

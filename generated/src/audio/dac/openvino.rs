@@ -4,23 +4,32 @@
 ///
 /// Select this cell with `cargo test -p generated audio::dac::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: dac on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/dac/model.int8.onnx: This is an invalid model [model-specs/evidence/dac.yaml]"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
 }
 /// dac on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated audio::dac::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: dac on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row [model-specs/evidence/dac.yaml]"
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
+        "known issue: dac on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output quantized_representation: cosine similarity … in its worst row [model-specs/evidence/dac.yaml]"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8)
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "unsupported: dac on openvino with openvino: nncf_int4_matches_reference does not apply (does-not-apply): NNCF could not make the nncf_int4 model: NNCF compressed no weight to int4 ({'int4': 0, 'int8': 64, 'int4_group_sizes': []}) [model-specs/evidence/dac.yaml]"
+        : nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }

@@ -4,12 +4,17 @@
 ///
 /// Select this cell with `cargo test -p generated audio::data2vec_audio::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: data2vec-audio on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (export-failed): the exporter could not make the qdq8 model: ValueError: Unable to get valid quantization scale for input… [model-specs/evidence/data2vec-audio.yaml]"
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: data2vec-audio on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (export-failed): the exporter could not make the qdq8 model: ValueError: Unable to get valid quantization scale for input… [model-specs/evidence/data2vec-audio.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
+    );
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }

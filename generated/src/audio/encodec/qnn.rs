@@ -4,13 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated audio::encodec::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: encodec on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/encodec/model.qdq8.onnx: Failed to compose Qnn graph [model-specs/evidence/encodec.yaml]"
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: encodec on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/encodec/model.qdq8.onnx: Failed to compose Qnn graph [model-specs/evidence/encodec.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
+    );
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: encodec on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×7 on CPUExecutionProvider, ArgMax ×1 on CPUExecutionProvider, Cast ×53 on CPUExecutionProvider, Concat ×2 on… [model-specs/evidence/encodec.yaml]"
+        : fp16_matches_reference = Precision(Precision::Fp16)
     );
 }

@@ -4,21 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated audio::gemma4_audio::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::ROCM_ONNX, ignore =
         "known issue: gemma4_audio's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at [model-specs/evidence/gemma4_audio.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
-        "known issue: gemma4_audio's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at [model-specs/evidence/gemma4_audio.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
 }
 /// gemma4_audio on rocm with libtorch, device cuda: known-issue (gemma4_audio's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at [model-specs/evidence/gemma4_audio.yaml]).
 ///
 /// Select this cell with `cargo test -p generated audio::gemma4_audio::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::ROCM_TORCH, ignore =
         "known issue: gemma4_audio's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at [model-specs/evidence/gemma4_audio.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes
     );
 }

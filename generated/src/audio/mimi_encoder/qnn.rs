@@ -4,13 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated audio::mimi_encoder::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: mimi_encoder on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: And ×4 on CPUExecutionProvider, Cast ×2 on CPUExecutionProvider, Concat ×3 on CPUExecutionProvider, Cos ×1 on… [model-specs/evidence/mimi_encoder.yaml]"
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: mimi_encoder on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: And ×4 on CPUExecutionProvider, Cast ×2 on CPUExecutionProvider, Concat ×3 on CPUExecutionProvider, Cos ×1 on… [model-specs/evidence/mimi_encoder.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
+    );
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: mimi_encoder on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×14 on CPUExecutionProvider, And ×4 on CPUExecutionProvider, Cast ×66 on CPUExecutionProvider, Concat ×8 on… [model-specs/evidence/mimi_encoder.yaml]"
+        : fp16_matches_reference = Precision(Precision::Fp16)
     );
 }

@@ -4,24 +4,25 @@
 ///
 /// Select this cell with `cargo test -p generated audio::nemotron3_diarization_audio::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: nemotron3_diarization_audio on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization_audio.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: nemotron3_diarization_audio on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization_audio.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: nemotron3_diarization_audio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization_audio.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: nemotron3_diarization_audio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization_audio.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: nemotron3_diarization_audio on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron3_diarization_audio/model.onnx: Failed to compose Qnn graph [model-specs/evidence/nemotron3_diarization_audio.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }

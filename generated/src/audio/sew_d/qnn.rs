@@ -4,13 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated audio::sew_d::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: sew-d on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Neg ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sew-d.yaml]"
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: sew-d on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Neg ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sew-d.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
+    );
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: sew-d on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Neg ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sew-d.yaml]"
+        : fp16_matches_reference = Precision(Precision::Fp16)
     );
 }

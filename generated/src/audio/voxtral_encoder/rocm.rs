@@ -4,14 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated audio::voxtral_encoder::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::ROCM_ONNX, gate = gate_rocm);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, gate = gate_rocm
+    runtime::checks!(
+        super::super::cells::ROCM_ONNX, gate = gate_rocm : runs = Runs, matches_reference
+        = MatchesReference, dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }
 /// voxtral_encoder on rocm with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated audio::voxtral_encoder::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::ROCM_TORCH, gate = gate_rocm_torch);
+    runtime::checks!(
+        super::super::cells::ROCM_TORCH, gate = gate_rocm_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

@@ -4,12 +4,17 @@
 ///
 /// Select this cell with `cargo test -p generated audio::wav2vec2_bert::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: wav2vec2-bert on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DequantizeLinear ×4 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, QuantizeLinear ×2 on… [model-specs/evidence/wav2vec2-bert.yaml]"
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: wav2vec2-bert on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: DequantizeLinear ×4 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, QuantizeLinear ×2 on… [model-specs/evidence/wav2vec2-bert.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
+    );
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }

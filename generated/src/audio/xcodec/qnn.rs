@@ -4,21 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated audio::xcodec::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs);
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: xcodec on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output audio_values: 810 of 1600 elements outside … of the output's spread (… abs) [model-specs/evidence/xcodec.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: xcodec on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/xcodec/model.onnx: Node (/model/Concat_2) Op (Concat) [ShapeInferenceError] Can't merge shape info [model-specs/evidence/xcodec.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: xcodec on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/xcodec/model.onnx: Node (/model/Concat_2) Op (Concat) [ShapeInferenceError] Can't merge shape info [model-specs/evidence/xcodec.yaml] (the store also holds matches_reference)"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: xcodec on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/xcodec/model.onnx: Node (/model/Concat_2) Op (Concat) [ShapeInferenceError] Can't merge shape info [model-specs/evidence/xcodec.yaml] (the store also holds matches_reference)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }

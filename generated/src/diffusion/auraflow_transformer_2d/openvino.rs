@@ -4,39 +4,46 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::auraflow_transformer_2d::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, gate = gate_openvino : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: auraflow_transformer_2d on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 133 of 1024 elements outside abs … + rel … [model-specs/evidence/auraflow_transformer_2d.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: auraflow_transformer_2d on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 258 of 2048 elements outside abs … + rel … [model-specs/evidence/auraflow_transformer_2d.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: auraflow_transformer_2d on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 258 of 2048 elements outside abs … + rel … [model-specs/evidence/auraflow_transformer_2d.yaml] (the store also holds matches_reference)"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
 }
 /// auraflow_transformer_2d on openvino with OpenVINO runtime, device CPU: known-issue (auraflow_transformer_2d on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 133 of 1024 elements outside abs … + rel … [model-specs/evidence/auraflow_transformer_2d.yaml]).
 ///
 /// Select this cell with `cargo test -p generated diffusion::auraflow_transformer_2d::openvino::ov::`.
 mod ov {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: auraflow_transformer_2d on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 133 of 1024 elements outside abs … + rel … [model-specs/evidence/auraflow_transformer_2d.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: auraflow_transformer_2d on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 258 of 2048 elements outside abs … + rel … [model-specs/evidence/auraflow_transformer_2d.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: auraflow_transformer_2d on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 258 of 2048 elements outside abs … + rel … [model-specs/evidence/auraflow_transformer_2d.yaml] (the store also holds matches_reference)"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: auraflow_transformer_2d on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 258 of 2048 elements outside abs … + rel … [model-specs/evidence/auraflow_transformer_2d.yaml] (the store also holds matches_reference)"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }

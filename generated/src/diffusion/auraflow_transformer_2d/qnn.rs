@@ -4,21 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::auraflow_transformer_2d::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs);
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: auraflow_transformer_2d on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: relative L2 error …, above … (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1… [model-specs/evidence/auraflow_transformer_2d.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: auraflow_transformer_2d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/auraflow_transformer_2d.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: auraflow_transformer_2d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/auraflow_transformer_2d.yaml] (the store also holds matches_reference)"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: auraflow_transformer_2d on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Reshape ×2 on CPUExecutionProvider, Transpose ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/auraflow_transformer_2d.yaml] (the store also holds matches_reference)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }

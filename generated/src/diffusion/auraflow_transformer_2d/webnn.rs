@@ -4,13 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::auraflow_transformer_2d::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: auraflow_transformer_2d on webnn with browser: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output sample: relative L2 error …, above … (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/auraflow_transformer_2d.yaml]"
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, gate = gate_webnn : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: auraflow_transformer_2d on webnn with browser: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output sample: relative L2 error …, above … (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/auraflow_transformer_2d.yaml]"
+        : fp16_matches_reference = Precision(Precision::Fp16)
+    );
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: auraflow_transformer_2d on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.time_step_proj.linear_1.bias_DequantizeLinear] The… [model-specs/evidence/auraflow_transformer_2d.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
     );
 }

@@ -4,21 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_allegro::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_ONNX, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
 }
 /// autoencoder_kl_allegro on mps with libtorch, device mps: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet).
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_allegro::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_TORCH, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes
     );
 }

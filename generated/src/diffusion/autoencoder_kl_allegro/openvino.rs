@@ -4,29 +4,22 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_allegro::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet"
-    );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, int8_matches_reference = Precision(Precision::Int8)
     );
 }
 /// autoencoder_kl_allegro on openvino with OpenVINO runtime, device CPU: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet).
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_allegro::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::OPENVINO_OV, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet"
-    );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }

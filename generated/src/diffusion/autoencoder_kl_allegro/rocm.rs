@@ -4,21 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_allegro::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::ROCM_ONNX, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
 }
 /// autoencoder_kl_allegro on rocm with libtorch, device cuda: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet).
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_allegro::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::ROCM_TORCH, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or rocm): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes
     );
 }

@@ -4,16 +4,11 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_allegro::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        qdq8_matches_reference = Precision(Precision::Qdq8)
     );
 }

@@ -4,24 +4,25 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_cogvideox::webnn::browser::`.
 mod browser {
-    runtime::check_test!(
-        runs, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: autoencoder_kl_cogvideox on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×2 on CPUExecutionProvider, Conv ×78 on CPUExecutionProvider, Resize ×23 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_cogvideox.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: autoencoder_kl_cogvideox on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×2 on CPUExecutionProvider, Conv ×78 on CPUExecutionProvider, Resize ×23 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_cogvideox.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: autoencoder_kl_cogvideox on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×2 on CPUExecutionProvider, Conv ×78 on CPUExecutionProvider, Resize ×23 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_cogvideox.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: autoencoder_kl_cogvideox on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×2 on CPUExecutionProvider, Conv ×78 on CPUExecutionProvider, Resize ×23 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_cogvideox.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: autoencoder_kl_cogvideox on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: AveragePool ×2 on CPUExecutionProvider, Conv ×78 on CPUExecutionProvider, Resize ×23 on CPUExecutionProvider ran… [model-specs/evidence/autoencoder_kl_cogvideox.yaml] (the store also holds matches_reference, runs)"
+        : fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
+        Precision(Precision::Qdq8)
     );
 }

@@ -4,112 +4,107 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_cosmos::webgpu::browser::`.
 mod browser {
-    runtime::check_test!(
-        runs, super::super::cells::WEBGPU_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: autoencoder_kl_cosmos on webgpu with browser: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBGPU_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: autoencoder_kl_cosmos on webgpu with browser: matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBGPU_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: autoencoder_kl_cosmos on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: autoencoder_kl_cosmos on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
-        "known issue: autoencoder_kl_cosmos on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "known issue: autoencoder_kl_cosmos on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)"
+        : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// autoencoder_kl_cosmos on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (autoencoder_kl_cosmos on webgpu with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_cosmos::webgpu::native::`.
 mod native {
-    runtime::check_test!(
-        runs, super::super::cells::WEBGPU_NATIVE, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: autoencoder_kl_cosmos on webgpu with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBGPU_NATIVE, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: autoencoder_kl_cosmos on webgpu with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBGPU_NATIVE, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)"
+        : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// autoencoder_kl_cosmos on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (autoencoder_kl_cosmos on webgpu with firefox: matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_cosmos::webgpu::firefox::`.
 mod firefox {
-    runtime::check_test!(
-        runs, super::super::cells::WEBGPU_FIREFOX, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: autoencoder_kl_cosmos on webgpu with firefox: runs failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBGPU_FIREFOX, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: autoencoder_kl_cosmos on webgpu with firefox: matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBGPU_FIREFOX, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: autoencoder_kl_cosmos on webgpu with firefox: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: autoencoder_kl_cosmos on webgpu with firefox: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
-        "known issue: autoencoder_kl_cosmos on webgpu with firefox: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
-        "known issue: autoencoder_kl_cosmos on webgpu with firefox: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)"
+        : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// autoencoder_kl_cosmos's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::autoencoder_kl_cosmos::webgpu::wgpu::`.
 mod wgpu {
-    runtime::quantization_test!(
-        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, ignore =
         "unsupported: autoencoder_kl_cosmos on webgpu with wgpu: fp16_quantization does not apply (does-not-apply): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_cosmos.yaml]"
+        : fp16_quantization = Quantization(QuantScheme::Fp16)
     );
-    runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, ignore =
         "unsupported: autoencoder_kl_cosmos on webgpu with wgpu: int8_quantization does not apply (does-not-apply): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_cosmos.yaml]"
+        : int8_quantization = Quantization(QuantScheme::Int8)
     );
-    runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, ignore =
         "unsupported: autoencoder_kl_cosmos on webgpu with wgpu: int4_quantization does not apply (does-not-apply): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_cosmos.yaml]"
+        : int4_quantization = Quantization(QuantScheme::Int4)
     );
-    runtime::quantization_test!(
-        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
-        ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, ignore =
         "unsupported: autoencoder_kl_cosmos on webgpu with wgpu: int4_mixed_quantization does not apply (does-not-apply): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_cosmos.yaml]"
+        : int4_mixed_quantization = Quantization(QuantScheme::Int4Mixed)
     );
-    runtime::quantization_test!(
-        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, ignore =
         "unsupported: autoencoder_kl_cosmos on webgpu with wgpu: int2_quantization does not apply (does-not-apply): autoencoder_kl_cosmos has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_cosmos.yaml]"
+        : int2_quantization = Quantization(QuantScheme::Int2)
     );
 }

@@ -4,26 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_hunyuan_video::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "known issue: autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs … +… [model-specs/evidence/autoencoder_kl_hunyuan_video.yaml]"
-    );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs … +… [model-specs/evidence/autoencoder_kl_hunyuan_video.yaml]"
-    );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs … +… [model-specs/evidence/autoencoder_kl_hunyuan_video.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs … +… [model-specs/evidence/autoencoder_kl_hunyuan_video.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, int8_matches_reference = Precision(Precision::Int8),
+        int8_avx2_matches_reference = Precision(Precision::Int8Avx2),
+        q4_matches_reference = Precision(Precision::Q4)
     );
 }
 /// autoencoder_kl_hunyuan_video on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_hunyuan_video::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, gate = gate_cpu_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

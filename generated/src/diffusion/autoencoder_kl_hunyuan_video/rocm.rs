@@ -4,18 +4,19 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_hunyuan_video::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::ROCM_ONNX, ignore =
         "known issue: autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs … +… [model-specs/evidence/autoencoder_kl_hunyuan_video.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
-        "known issue: autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs … +… [model-specs/evidence/autoencoder_kl_hunyuan_video.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
 }
 /// autoencoder_kl_hunyuan_video on rocm with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_hunyuan_video::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::ROCM_TORCH, gate = gate_rocm_torch);
+    runtime::checks!(
+        super::super::cells::ROCM_TORCH, gate = gate_rocm_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

@@ -4,24 +4,25 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_hunyuanimage_refiner::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: autoencoder_kl_hunyuanimage_refiner on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×40 on CPUExecutionProvider, ReduceL2 ×36 on CPUExecutionProvider, ReduceMean ×3 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_hunyuanimage_refiner.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: autoencoder_kl_hunyuanimage_refiner on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×40 on CPUExecutionProvider, ReduceL2 ×36 on CPUExecutionProvider, ReduceMean ×3 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_hunyuanimage_refiner.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: autoencoder_kl_hunyuanimage_refiner on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×40 on CPUExecutionProvider, ReduceL2 ×36 on CPUExecutionProvider, ReduceMean ×3 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_hunyuanimage_refiner.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: autoencoder_kl_hunyuanimage_refiner on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×40 on CPUExecutionProvider, ReduceL2 ×36 on CPUExecutionProvider, ReduceMean ×3 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_hunyuanimage_refiner.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: autoencoder_kl_hunyuanimage_refiner on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Pad ×40 on CPUExecutionProvider, ReduceL2 ×36 on CPUExecutionProvider, ReduceMean ×3 on CPUExecutionProvider… [model-specs/evidence/autoencoder_kl_hunyuanimage_refiner.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }

@@ -4,103 +4,77 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_hunyuanvideo15::webgpu::browser::`.
 mod browser {
-    runtime::check_test!(runs, super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu);
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBGPU_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: autoencoder_kl_hunyuanvideo15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
-        "known issue: autoencoder_kl_hunyuanvideo15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
-        "known issue: autoencoder_kl_hunyuanvideo15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "known issue: autoencoder_kl_hunyuanvideo15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
+        : dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
+        q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_hunyuanvideo15::webgpu::native::`.
 mod native {
-    runtime::check_test!(runs, super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBGPU_NATIVE, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
+        : dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
+        q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_hunyuanvideo15::webgpu::firefox::`.
 mod firefox {
-    runtime::check_test!(
-        runs, super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox
+    runtime::checks!(
+        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBGPU_FIREFOX, gate =
-        gate_webgpu_firefox
-    );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBGPU_FIREFOX, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: autoencoder_kl_hunyuanvideo15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
-        "known issue: autoencoder_kl_hunyuanvideo15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
-        "known issue: autoencoder_kl_hunyuanvideo15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
-        "known issue: autoencoder_kl_hunyuanvideo15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
+        : dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
+        q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// autoencoder_kl_hunyuanvideo15's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::autoencoder_kl_hunyuanvideo15::webgpu::wgpu::`.
 mod wgpu {
-    runtime::quantization_test!(
-        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, ignore =
         "unsupported: autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: fp16_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
+        : fp16_quantization = Quantization(QuantScheme::Fp16)
     );
-    runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, ignore =
         "unsupported: autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int8_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
+        : int8_quantization = Quantization(QuantScheme::Int8)
     );
-    runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, ignore =
         "unsupported: autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int4_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
+        : int4_quantization = Quantization(QuantScheme::Int4)
     );
-    runtime::quantization_test!(
-        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
-        ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, ignore =
         "unsupported: autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int4_mixed_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
+        : int4_mixed_quantization = Quantization(QuantScheme::Int4Mixed)
     );
-    runtime::quantization_test!(
-        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, ignore =
         "unsupported: autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int2_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
+        : int2_quantization = Quantization(QuantScheme::Int2)
     );
 }

@@ -4,21 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_kvae_video::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::ROCM_ONNX, ignore =
         "known issue: autoencoder_kl_kvae_video's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __trunc__ method [model-specs/evidence/autoencoder_kl_kvae_video.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
-        "known issue: autoencoder_kl_kvae_video's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __trunc__ method [model-specs/evidence/autoencoder_kl_kvae_video.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
 }
 /// autoencoder_kl_kvae_video on rocm with libtorch, device cuda: known-issue (autoencoder_kl_kvae_video's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: TypeError: type Tensor doesn't define __trunc__ method [model-specs/evidence/autoencoder_kl_kvae_video.yaml]).
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_kvae_video::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::ROCM_TORCH, ignore =
         "known issue: autoencoder_kl_kvae_video's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: TypeError: type Tensor doesn't define __trunc__ method [model-specs/evidence/autoencoder_kl_kvae_video.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes
     );
 }

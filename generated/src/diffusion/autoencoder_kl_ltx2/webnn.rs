@@ -4,24 +4,25 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_ltx2::webnn::browser::`.
 mod browser {
-    runtime::check_test!(
-        runs, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: autoencoder_kl_ltx2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×29 on CPUExecutionProvider, Transpose ×16 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_ltx2.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: autoencoder_kl_ltx2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×29 on CPUExecutionProvider, Transpose ×16 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_ltx2.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: autoencoder_kl_ltx2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×29 on CPUExecutionProvider, Transpose ×16 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_ltx2.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: autoencoder_kl_ltx2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×29 on CPUExecutionProvider, Transpose ×16 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_ltx2.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: autoencoder_kl_ltx2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Conv ×29 on CPUExecutionProvider, Transpose ×16 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_kl_ltx2.yaml] (the store also holds matches_reference, runs)"
+        : fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
+        Precision(Precision::Qdq8)
     );
 }

@@ -4,18 +4,19 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_mochi::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_ONNX, ignore =
         "known issue: autoencoder_kl_mochi's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero… [model-specs/evidence/autoencoder_kl_mochi.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
-        "known issue: autoencoder_kl_mochi's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: InvalidArgument: [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Non-zero… [model-specs/evidence/autoencoder_kl_mochi.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
 }
 /// autoencoder_kl_mochi on mps with libtorch, device mps: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_mochi::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::MPS_TORCH, gate = gate_mps_torch);
+    runtime::checks!(
+        super::super::cells::MPS_TORCH, gate = gate_mps_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

@@ -4,42 +4,48 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_rae::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: autoencoder_rae on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_rae.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: autoencoder_rae on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_rae.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: autoencoder_rae on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_rae.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: autoencoder_rae on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/autoencoder_rae.yaml] (the store also holds matches_reference, runs)"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
 }
 /// autoencoder_rae on openvino with OpenVINO runtime, device CPU: known-issue (autoencoder_rae on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output sample_output: 417 of 768 elements outside abs … + rel … [model-specs/evidence/autoencoder_rae.yaml]).
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_rae::openvino::ov::`.
 mod ov {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: autoencoder_rae on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output sample_output: 417 of 768 elements outside abs … + rel … [model-specs/evidence/autoencoder_rae.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: autoencoder_rae on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 783 of 1536 elements outside abs … + rel … [model-specs/evidence/autoencoder_rae.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: autoencoder_rae on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 783 of 1536 elements outside abs … + rel … [model-specs/evidence/autoencoder_rae.yaml] (the store also holds matches_reference)"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: autoencoder_rae on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 783 of 1536 elements outside abs … + rel … [model-specs/evidence/autoencoder_rae.yaml] (the store also holds matches_reference)"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }

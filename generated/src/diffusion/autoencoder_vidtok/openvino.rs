@@ -4,37 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_vidtok::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, gate = gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: autoencoder_vidtok on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample_output has shape [1, 3, 16, 32, 32], expected [2, 3, 16, 32, 32] (batch=2, sample_1=3, sample_2=16, sample_3=32, sample_4=32) [model-specs/evidence/autoencoder_vidtok.yaml]"
-    );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: autoencoder_vidtok on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample_output has shape [1, 3, 16, 32, 32], expected [2, 3, 16, 32, 32] (batch=2, sample_1=3, sample_2=16, sample_3=32, sample_4=32) [model-specs/evidence/autoencoder_vidtok.yaml]"
+        : dynamic_shapes = DynamicShapes, int8_matches_reference =
+        Precision(Precision::Int8)
     );
 }
 /// autoencoder_vidtok on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::autoencoder_vidtok::openvino::ov::`.
 mod ov {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_OV, gate = gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: autoencoder_vidtok on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample_output has shape [1, 3, 16, 32, 32], expected [2, 3, 16, 32, 32] (batch=2, sample_1=3, sample_2=16, sample_3=32, sample_4=32) [model-specs/evidence/autoencoder_vidtok.yaml]"
-    );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: autoencoder_vidtok on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample_output has shape [1, 3, 16, 32, 32], expected [2, 3, 16, 32, 32] (batch=2, sample_1=3, sample_2=16, sample_3=32, sample_4=32) [model-specs/evidence/autoencoder_vidtok.yaml]"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: autoencoder_vidtok on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample_output has shape [1, 3, 16, 32, 32], expected [2, 3, 16, 32, 32] (batch=2, sample_1=3, sample_2=16, sample_3=32, sample_4=32) [model-specs/evidence/autoencoder_vidtok.yaml]"
+        : dynamic_shapes = DynamicShapes, nncf_int8_matches_reference =
+        Precision(Precision::NncfInt8), nncf_int4_matches_reference =
+        Precision(Precision::NncfInt4)
     );
 }

@@ -4,34 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::cogvideox_transformer_3d::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "known issue: cogvideox_transformer_3d's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs … + rel …… [model-specs/evidence/cogvideox_transformer_3d.yaml]"
-    );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: cogvideox_transformer_3d's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs … + rel …… [model-specs/evidence/cogvideox_transformer_3d.yaml]"
-    );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: cogvideox_transformer_3d's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs … + rel …… [model-specs/evidence/cogvideox_transformer_3d.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: cogvideox_transformer_3d's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs … + rel …… [model-specs/evidence/cogvideox_transformer_3d.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, int8_matches_reference = Precision(Precision::Int8),
+        int8_avx2_matches_reference = Precision(Precision::Int8Avx2),
+        q4_matches_reference = Precision(Precision::Q4)
     );
 }
 /// cogvideox_transformer_3d on cpu with libtorch, device cpu: known-issue (cogvideox_transformer_3d on cpu with libtorch: matches_reference failed: the model with the standard tool (out-of-tolerance): output sample: 255 of 256 elements outside abs … + rel … [model-specs/evidence/cogvideox_transformer_3d.yaml]).
 ///
 /// Select this cell with `cargo test -p generated diffusion::cogvideox_transformer_3d::cpu::torch::`.
 mod torch {
-    runtime::check_test!(runs, super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
-    runtime::check_test!(
-        matches_reference, super::super::cells::CPU_TORCH, ignore =
-        "known issue: cogvideox_transformer_3d on cpu with libtorch: matches_reference failed: the model with the standard tool (out-of-tolerance): output sample: 255 of 256 elements outside abs … + rel … [model-specs/evidence/cogvideox_transformer_3d.yaml]"
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, gate = gate_cpu_torch : runs = Runs
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, ignore =
+        "known issue: cogvideox_transformer_3d on cpu with libtorch: matches_reference failed: the model with the standard tool (out-of-tolerance): output sample: 255 of 256 elements outside abs … + rel … [model-specs/evidence/cogvideox_transformer_3d.yaml]"
+        : matches_reference = MatchesReference
+    );
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, ignore =
         "known issue: cogvideox_transformer_3d on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 512 of 512 elements outside abs … + rel … [model-specs/evidence/cogvideox_transformer_3d.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
 }

@@ -4,22 +4,20 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::cogvideox_transformer_3d::cuda::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CUDA_ONNX, ignore =
         "known issue: cogvideox_transformer_3d's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs … + rel …… [model-specs/evidence/cogvideox_transformer_3d.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
-        "known issue: cogvideox_transformer_3d's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs … + rel …… [model-specs/evidence/cogvideox_transformer_3d.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
-        "known issue: cogvideox_transformer_3d's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs … + rel …… [model-specs/evidence/cogvideox_transformer_3d.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        q4_matches_reference = Precision(Precision::Q4)
     );
 }
 /// cogvideox_transformer_3d on cuda with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::cogvideox_transformer_3d::cuda::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::CUDA_TORCH, gate = gate_cuda_torch);
+    runtime::checks!(
+        super::super::cells::CUDA_TORCH, gate = gate_cuda_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

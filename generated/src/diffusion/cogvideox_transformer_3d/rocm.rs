@@ -4,18 +4,19 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::cogvideox_transformer_3d::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::ROCM_ONNX, ignore =
         "known issue: cogvideox_transformer_3d's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs … + rel …… [model-specs/evidence/cogvideox_transformer_3d.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
-        "known issue: cogvideox_transformer_3d's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs … + rel …… [model-specs/evidence/cogvideox_transformer_3d.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
 }
 /// cogvideox_transformer_3d on rocm with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::cogvideox_transformer_3d::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::ROCM_TORCH, gate = gate_rocm_torch);
+    runtime::checks!(
+        super::super::cells::ROCM_TORCH, gate = gate_rocm_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

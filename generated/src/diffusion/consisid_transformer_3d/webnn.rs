@@ -4,16 +4,11 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::consisid_transformer_3d::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: consisid_transformer_3d's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 256 of 256 elements outside abs … + rel …… [model-specs/evidence/consisid_transformer_3d.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: consisid_transformer_3d's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 256 of 256 elements outside abs … + rel …… [model-specs/evidence/consisid_transformer_3d.yaml]"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: consisid_transformer_3d's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 256 of 256 elements outside abs … + rel …… [model-specs/evidence/consisid_transformer_3d.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        qdq8_matches_reference = Precision(Precision::Qdq8)
     );
 }

@@ -4,18 +4,19 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::pixart_transformer_2d::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::ROCM_ONNX, ignore =
         "known issue: pixart_transformer_2d's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/pixart_transformer_2d.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
-        "known issue: pixart_transformer_2d's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/pixart_transformer_2d.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
 }
 /// pixart_transformer_2d on rocm with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::pixart_transformer_2d::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::ROCM_TORCH, gate = gate_rocm_torch);
+    runtime::checks!(
+        super::super::cells::ROCM_TORCH, gate = gate_rocm_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

@@ -4,41 +4,40 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_chroma::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: transformer_chroma on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2' [model-specs/evidence/transformer_chroma.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: transformer_chroma on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2' [model-specs/evidence/transformer_chroma.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: transformer_chroma on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2' [model-specs/evidence/transformer_chroma.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: transformer_chroma on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/transformer_chroma/model.onnx: Could not find an implementation for Cos(7) node with name 'node_cos_2' [model-specs/evidence/transformer_chroma.yaml] (the store also holds matches_reference, runs)"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
 }
 /// transformer_chroma on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_chroma::openvino::ov::`.
 mod ov {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_OV, gate = gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: transformer_chroma on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 16, 4], expected [2, 16, 4] (batch=2, sample_1=16, sample_2=4) [model-specs/evidence/transformer_chroma.yaml]"
-    );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: transformer_chroma on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 16, 4], expected [2, 16, 4] (batch=2, sample_1=16, sample_2=4) [model-specs/evidence/transformer_chroma.yaml]"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: transformer_chroma on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 16, 4], expected [2, 16, 4] (batch=2, sample_1=16, sample_2=4) [model-specs/evidence/transformer_chroma.yaml]"
+        : dynamic_shapes = DynamicShapes, nncf_int8_matches_reference =
+        Precision(Precision::NncfInt8), nncf_int4_matches_reference =
+        Precision(Precision::NncfInt4)
     );
 }

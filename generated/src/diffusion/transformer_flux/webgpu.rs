@@ -4,111 +4,90 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_flux::webgpu::browser::`.
 mod browser {
-    runtime::check_test!(
-        runs, super::super::cells::WEBGPU_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: transformer_flux on webgpu with browser: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBGPU_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: transformer_flux on webgpu with browser: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBGPU_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: transformer_flux on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: transformer_flux on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
-        "known issue: transformer_flux on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "known issue: transformer_flux on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux.yaml] (the store also holds matches_reference, runs)"
+        : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// transformer_flux on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (transformer_flux on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×9 on CPUExecutionProvider, Cos ×3 on CPUExecutionProvider, Expand ×6 on CPUExecutionProvider, Mul ×3 on… [model-specs/evidence/transformer_flux.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_flux::webgpu::native::`.
 mod native {
-    runtime::check_test!(
-        runs, super::super::cells::WEBGPU_NATIVE, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: transformer_flux on webgpu with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×9 on CPUExecutionProvider, Cos ×3 on CPUExecutionProvider, Expand ×6 on CPUExecutionProvider, Mul ×3 on… [model-specs/evidence/transformer_flux.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBGPU_NATIVE, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: transformer_flux on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×9 on CPUExecutionProvider, Cos ×3 on CPUExecutionProvider, Expand ×6 on CPUExecutionProvider, Mul ×3 on… [model-specs/evidence/transformer_flux.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBGPU_NATIVE, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: transformer_flux on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×9 on CPUExecutionProvider, Cos ×3 on CPUExecutionProvider, Expand ×6 on CPUExecutionProvider, Mul ×3 on… [model-specs/evidence/transformer_flux.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: transformer_flux on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×9 on CPUExecutionProvider, Cos ×3 on CPUExecutionProvider, Expand ×6 on CPUExecutionProvider, Mul ×3 on… [model-specs/evidence/transformer_flux.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: transformer_flux on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×9 on CPUExecutionProvider, Cos ×3 on CPUExecutionProvider, Expand ×6 on CPUExecutionProvider, Mul ×3 on… [model-specs/evidence/transformer_flux.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: transformer_flux on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×9 on CPUExecutionProvider, Cos ×3 on CPUExecutionProvider, Expand ×6 on CPUExecutionProvider, Mul ×3 on… [model-specs/evidence/transformer_flux.yaml] (the store also holds matches_reference, runs)"
+        : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// transformer_flux on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (transformer_flux on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_flux::webgpu::firefox::`.
 mod firefox {
-    runtime::check_test!(
-        runs, super::super::cells::WEBGPU_FIREFOX, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: transformer_flux on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBGPU_FIREFOX, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: transformer_flux on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBGPU_FIREFOX, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: transformer_flux on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: transformer_flux on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
-        "known issue: transformer_flux on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
-        "known issue: transformer_flux on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_flux.yaml] (the store also holds matches_reference, runs)"
+        : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// transformer_flux's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::transformer_flux::webgpu::wgpu::`.
 mod wgpu {
-    runtime::quantization_test!(
-        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, gate =
-        gate_webgpu_wgpu
-    );
-    runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, gate =
-        gate_webgpu_wgpu
-    );
-    runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, gate =
-        gate_webgpu_wgpu
-    );
-    runtime::quantization_test!(
-        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
-        gate = gate_webgpu_wgpu
-    );
-    runtime::quantization_test!(
-        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, gate =
-        gate_webgpu_wgpu
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, gate = gate_webgpu_wgpu :
+        fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
+        Quantization(QuantScheme::Int8), int4_quantization =
+        Quantization(QuantScheme::Int4), int4_mixed_quantization =
+        Quantization(QuantScheme::Int4Mixed), int2_quantization =
+        Quantization(QuantScheme::Int2)
     );
 }

@@ -4,41 +4,40 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_hunyuan_video15::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: transformer_hunyuan_video15 on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2 node [model-specs/evidence/transformer_hunyuan_video15.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: transformer_hunyuan_video15 on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2 node [model-specs/evidence/transformer_hunyuan_video15.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: transformer_hunyuan_video15 on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2 node [model-specs/evidence/transformer_hunyuan_video15.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: transformer_hunyuan_video15 on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_2 node [model-specs/evidence/transformer_hunyuan_video15.yaml] (the store also holds matches_reference, runs)"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
 }
 /// transformer_hunyuan_video15 on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_hunyuan_video15::openvino::ov::`.
 mod ov {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_OV, gate = gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: transformer_hunyuan_video15 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 0, 1, 8, 8], expected [2, 4, 1, 8, 8] (batch=2, sample_1=4, sample_2=1, sample_3=8, sample_4=8) [model-specs/evidence/transformer_hunyuan_video15.yaml]"
-    );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: transformer_hunyuan_video15 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 0, 1, 8, 8], expected [2, 4, 1, 8, 8] (batch=2, sample_1=4, sample_2=1, sample_3=8, sample_4=8) [model-specs/evidence/transformer_hunyuan_video15.yaml]"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: transformer_hunyuan_video15 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [0, 0, 1, 8, 8], expected [2, 4, 1, 8, 8] (batch=2, sample_1=4, sample_2=1, sample_3=8, sample_4=8) [model-specs/evidence/transformer_hunyuan_video15.yaml]"
+        : dynamic_shapes = DynamicShapes, nncf_int8_matches_reference =
+        Precision(Precision::NncfInt8), nncf_int4_matches_reference =
+        Precision(Precision::NncfInt4)
     );
 }

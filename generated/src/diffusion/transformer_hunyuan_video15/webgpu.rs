@@ -4,102 +4,60 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_hunyuan_video15::webgpu::browser::`.
 mod browser {
-    runtime::check_test!(runs, super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu);
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBGPU_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: transformer_hunyuan_video15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video15.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
-        "known issue: transformer_hunyuan_video15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video15.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
-        "known issue: transformer_hunyuan_video15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video15.yaml]"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "known issue: transformer_hunyuan_video15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video15.yaml]"
+        : dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
+        q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// transformer_hunyuan_video15 on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_hunyuan_video15::webgpu::native::`.
 mod native {
-    runtime::check_test!(runs, super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBGPU_NATIVE, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: transformer_hunyuan_video15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/transformer_hunyuan_video15.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: transformer_hunyuan_video15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/transformer_hunyuan_video15.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: transformer_hunyuan_video15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/transformer_hunyuan_video15.yaml]"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: transformer_hunyuan_video15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/transformer_hunyuan_video15.yaml]"
+        : dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
+        q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// transformer_hunyuan_video15 on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_hunyuan_video15::webgpu::firefox::`.
 mod firefox {
-    runtime::check_test!(
-        runs, super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox
+    runtime::checks!(
+        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBGPU_FIREFOX, gate =
-        gate_webgpu_firefox
-    );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBGPU_FIREFOX, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: transformer_hunyuan_video15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video15.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
-        "known issue: transformer_hunyuan_video15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video15.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
-        "known issue: transformer_hunyuan_video15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video15.yaml]"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
-        "known issue: transformer_hunyuan_video15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video15.yaml]"
+        : dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
+        q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// transformer_hunyuan_video15's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::transformer_hunyuan_video15::webgpu::wgpu::`.
 mod wgpu {
-    runtime::quantization_test!(
-        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, gate =
-        gate_webgpu_wgpu
-    );
-    runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, gate =
-        gate_webgpu_wgpu
-    );
-    runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, gate =
-        gate_webgpu_wgpu
-    );
-    runtime::quantization_test!(
-        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
-        gate = gate_webgpu_wgpu
-    );
-    runtime::quantization_test!(
-        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, gate =
-        gate_webgpu_wgpu
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, gate = gate_webgpu_wgpu :
+        fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
+        Quantization(QuantScheme::Int8), int4_quantization =
+        Quantization(QuantScheme::Int4), int4_mixed_quantization =
+        Quantization(QuantScheme::Int4Mixed), int2_quantization =
+        Quantization(QuantScheme::Int2)
     );
 }

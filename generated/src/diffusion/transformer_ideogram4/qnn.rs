@@ -4,18 +4,19 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_ideogram4::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs);
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: transformer_ideogram4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 3 of 128 elements outside … of the output's spread (… abs) [model-specs/evidence/transformer_ideogram4.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(dynamic_shapes, super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: transformer_ideogram4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 3 of 128 elements outside … of the output's spread (… abs) [model-specs/evidence/transformer_ideogram4.yaml]"
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: transformer_ideogram4 on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 3 of 128 elements outside … of the output's spread (… abs) [model-specs/evidence/transformer_ideogram4.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }

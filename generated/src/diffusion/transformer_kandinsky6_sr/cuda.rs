@@ -4,25 +4,22 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_kandinsky6_sr::cuda::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CUDA_ONNX, ignore =
         "known issue: transformer_kandinsky6_sr's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: Unsupported value kind: Tensor [model-specs/evidence/transformer_kandinsky6_sr.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
-        "known issue: transformer_kandinsky6_sr's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: Unsupported value kind: Tensor [model-specs/evidence/transformer_kandinsky6_sr.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
-        "known issue: transformer_kandinsky6_sr's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: Unsupported value kind: Tensor [model-specs/evidence/transformer_kandinsky6_sr.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        q4_matches_reference = Precision(Precision::Q4)
     );
 }
 /// transformer_kandinsky6_sr on cuda with libtorch, device cuda: known-issue (transformer_kandinsky6_sr's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: Unsupported value kind: Tensor [model-specs/evidence/transformer_kandinsky6_sr.yaml]).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_kandinsky6_sr::cuda::torch::`.
 mod torch {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CUDA_TORCH, ignore =
         "known issue: transformer_kandinsky6_sr's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: Unsupported value kind: Tensor [model-specs/evidence/transformer_kandinsky6_sr.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes
     );
 }

@@ -4,21 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_kandinsky6_sr::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_ONNX, ignore =
         "known issue: transformer_kandinsky6_sr's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: Unsupported value kind: Tensor [model-specs/evidence/transformer_kandinsky6_sr.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
-        "known issue: transformer_kandinsky6_sr's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: Unsupported value kind: Tensor [model-specs/evidence/transformer_kandinsky6_sr.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
 }
 /// transformer_kandinsky6_sr on mps with libtorch, device mps: known-issue (transformer_kandinsky6_sr's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: Unsupported value kind: Tensor [model-specs/evidence/transformer_kandinsky6_sr.yaml]).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_kandinsky6_sr::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_TORCH, ignore =
         "known issue: transformer_kandinsky6_sr's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: Unsupported value kind: Tensor [model-specs/evidence/transformer_kandinsky6_sr.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes
     );
 }

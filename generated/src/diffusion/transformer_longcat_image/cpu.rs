@@ -4,22 +4,31 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_longcat_image::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
         "known issue: transformer_longcat_image on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (export-failed): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (256) vs (32) [model-specs/evidence/transformer_longcat_image.yaml]"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
         "known issue: transformer_longcat_image on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (export-failed): the exporter could not make the int8_avx2 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (256) vs (32) [model-specs/evidence/transformer_longcat_image.yaml]"
+        : int8_avx2_matches_reference = Precision(Precision::Int8Avx2)
     );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : q4_matches_reference =
+        Precision(Precision::Q4)
     );
 }
 /// transformer_longcat_image on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_longcat_image::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, gate = gate_cpu_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

@@ -4,24 +4,25 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_longcat_image::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: transformer_longcat_image on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_longcat_image/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_longcat_image.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: transformer_longcat_image on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_longcat_image/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_longcat_image.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: transformer_longcat_image on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_longcat_image/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_longcat_image.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: transformer_longcat_image on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_longcat_image/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_longcat_image.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: transformer_longcat_image on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/transformer_longcat_image/model.onnx: Failed to compose Qnn graph [model-specs/evidence/transformer_longcat_image.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }

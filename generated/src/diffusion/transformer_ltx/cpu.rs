@@ -4,26 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_ltx::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "known issue: transformer_ltx's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_ltx.yaml]"
-    );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: transformer_ltx's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_ltx.yaml]"
-    );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: transformer_ltx's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_ltx.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: transformer_ltx's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_ltx.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, int8_matches_reference = Precision(Precision::Int8),
+        int8_avx2_matches_reference = Precision(Precision::Int8Avx2),
+        q4_matches_reference = Precision(Precision::Q4)
     );
 }
 /// transformer_ltx on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_ltx::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, gate = gate_cpu_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

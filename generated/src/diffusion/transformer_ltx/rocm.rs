@@ -4,18 +4,19 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_ltx::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::ROCM_ONNX, ignore =
         "known issue: transformer_ltx's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_ltx.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
-        "known issue: transformer_ltx's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_ltx.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
 }
 /// transformer_ltx on rocm with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_ltx::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::ROCM_TORCH, gate = gate_rocm_torch);
+    runtime::checks!(
+        super::super::cells::ROCM_TORCH, gate = gate_rocm_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

@@ -4,33 +4,26 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_lumina2::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "known issue: transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type [model-specs/evidence/transformer_lumina2.yaml]"
-    );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type [model-specs/evidence/transformer_lumina2.yaml]"
-    );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type [model-specs/evidence/transformer_lumina2.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type [model-specs/evidence/transformer_lumina2.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, int8_matches_reference = Precision(Precision::Int8),
+        int8_avx2_matches_reference = Precision(Precision::Int8Avx2),
+        q4_matches_reference = Precision(Precision::Q4)
     );
 }
 /// transformer_lumina2 on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_lumina2::cpu::torch::`.
 mod torch {
-    runtime::check_test!(runs, super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
-    runtime::check_test!(
-        matches_reference, super::super::cells::CPU_TORCH, gate = gate_cpu_torch
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, gate = gate_cpu_torch : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, ignore =
         "known issue: transformer_lumina2 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (output-mismatch): output sample has shape [1, 4, 16, 16], expected [2, 4, 16, 16] (batch=2, sample_1=4, sample_2=16, sample_3=16) [model-specs/evidence/transformer_lumina2.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
 }

@@ -4,21 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_minimax_h3::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_ONNX, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
 }
 /// transformer_minimax_h3 on mps with libtorch, device mps: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_minimax_h3::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_TORCH, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes
     );
 }

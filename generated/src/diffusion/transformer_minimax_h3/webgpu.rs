@@ -4,88 +4,52 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_minimax_h3::webgpu::browser::`.
 mod browser {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::WEBGPU_BROWSER, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
+        Precision(Precision::Q4f16)
     );
 }
 /// transformer_minimax_h3 on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_minimax_h3::webgpu::native::`.
 mod native {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
+        Precision(Precision::Q4f16)
     );
 }
 /// transformer_minimax_h3 on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_minimax_h3::webgpu::firefox::`.
 mod firefox {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::WEBGPU_FIREFOX, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
+        Precision(Precision::Q4f16)
     );
 }
 /// transformer_minimax_h3's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated diffusion::transformer_minimax_h3::webgpu::wgpu::`.
 mod wgpu {
-    runtime::quantization_test!(
-        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
-    );
-    runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
-    );
-    runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
-    );
-    runtime::quantization_test!(
-        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
-        ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
-    );
-    runtime::quantization_test!(
-        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…"
+        : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
+        Quantization(QuantScheme::Int8), int4_quantization =
+        Quantization(QuantScheme::Int4), int4_mixed_quantization =
+        Quantization(QuantScheme::Int4Mixed), int2_quantization =
+        Quantization(QuantScheme::Int2)
     );
 }

@@ -4,29 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_omnigen::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: TypeError: 'NoneType' object is not subscriptable"
-    );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: TypeError: 'NoneType' object is not subscriptable"
-    );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: TypeError: 'NoneType' object is not subscriptable"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: TypeError: 'NoneType' object is not subscriptable"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, int8_matches_reference = Precision(Precision::Int8),
+        int8_avx2_matches_reference = Precision(Precision::Int8Avx2),
+        q4_matches_reference = Precision(Precision::Q4)
     );
 }
 /// transformer_omnigen on cpu with libtorch, device cpu: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: TypeError: 'NoneType' object is not subscriptable).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_omnigen::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CPU_TORCH, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: TypeError: 'NoneType' object is not subscriptable"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes
     );
 }

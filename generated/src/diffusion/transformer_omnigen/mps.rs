@@ -4,21 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_omnigen::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_ONNX, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: TypeError: 'NoneType' object is not subscriptable"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: TypeError: 'NoneType' object is not subscriptable"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
 }
 /// transformer_omnigen on mps with libtorch, device mps: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: TypeError: 'NoneType' object is not subscriptable).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_omnigen::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_TORCH, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or mps): running the tiny model: TypeError: 'NoneType' object is not subscriptable"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes
     );
 }

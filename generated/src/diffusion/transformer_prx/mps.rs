@@ -4,14 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_prx::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::MPS_ONNX, gate = gate_mps);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, gate = gate_mps
+    runtime::checks!(
+        super::super::cells::MPS_ONNX, gate = gate_mps : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }
 /// transformer_prx on mps with libtorch, device mps: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_prx::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::MPS_TORCH, gate = gate_mps_torch);
+    runtime::checks!(
+        super::super::cells::MPS_TORCH, gate = gate_mps_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

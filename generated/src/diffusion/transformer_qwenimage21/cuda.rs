@@ -4,25 +4,22 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_qwenimage21::cuda::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CUDA_ONNX, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states'…"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states'…"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states'…"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        q4_matches_reference = Precision(Precision::Q4)
     );
 }
 /// transformer_qwenimage21 on cuda with libtorch, device cuda: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states'…).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_qwenimage21::cuda::torch::`.
 mod torch {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CUDA_TORCH, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_qwenimage21 (stage `reference`, our gap, not a fact about the model or cuda): running the tiny model: RuntimeError: TypeError: QwenImage21Transformer2DModel.forward() missing 3 required positional arguments: 'encoder_hidden_states'…"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes
     );
 }

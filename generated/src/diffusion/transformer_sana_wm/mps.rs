@@ -4,18 +4,19 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_sana_wm::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_ONNX, ignore =
         "known issue: transformer_sana_wm's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rad2deg' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_sana_wm.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
-        "known issue: transformer_sana_wm's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rad2deg' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_sana_wm.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
 }
 /// transformer_sana_wm on mps with libtorch, device mps: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_sana_wm::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::MPS_TORCH, gate = gate_mps_torch);
+    runtime::checks!(
+        super::super::cells::MPS_TORCH, gate = gate_mps_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

@@ -4,16 +4,11 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_sana_wm::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "known issue: transformer_sana_wm's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rad2deg' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_sana_wm.yaml]"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: transformer_sana_wm's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rad2deg' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_sana_wm.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: transformer_sana_wm's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rad2deg' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_sana_wm.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, qdq8_matches_reference = Precision(Precision::Qdq8),
+        fp16_matches_reference = Precision(Precision::Fp16)
     );
 }

@@ -4,22 +4,20 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_wan_animate::cuda::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CUDA_ONNX, ignore =
         "known issue: transformer_wan_animate's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_qr' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_wan_animate.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
-        "known issue: transformer_wan_animate's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_qr' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_wan_animate.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
-        "known issue: transformer_wan_animate's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_qr' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_wan_animate.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        q4_matches_reference = Precision(Precision::Q4)
     );
 }
 /// transformer_wan_animate on cuda with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_wan_animate::cuda::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::CUDA_TORCH, gate = gate_cuda_torch);
+    runtime::checks!(
+        super::super::cells::CUDA_TORCH, gate = gate_cuda_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

@@ -4,29 +4,22 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_wan_animate::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: transformer_wan_animate's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_qr' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_wan_animate.yaml]"
-    );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: transformer_wan_animate's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_qr' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_wan_animate.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, int8_matches_reference = Precision(Precision::Int8)
     );
 }
 /// transformer_wan_animate on openvino with OpenVINO runtime, device CPU: known-issue (transformer_wan_animate's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_qr' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_wan_animate.yaml]).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_wan_animate::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: transformer_wan_animate's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_qr' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_wan_animate.yaml]"
-    );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: transformer_wan_animate's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_qr' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_wan_animate.yaml]"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: transformer_wan_animate's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_qr' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_wan_animate.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }

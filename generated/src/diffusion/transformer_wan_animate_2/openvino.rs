@@ -4,29 +4,22 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_wan_animate_2::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…"
-    );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, int8_matches_reference = Precision(Precision::Int8)
     );
 }
 /// transformer_wan_animate_2 on openvino with OpenVINO runtime, device CPU: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_wan_animate_2::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::OPENVINO_OV, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…"
-    );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }

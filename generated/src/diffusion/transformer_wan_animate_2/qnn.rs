@@ -4,16 +4,11 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_wan_animate_2::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or qnn): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or qnn): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or qnn): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, qdq8_matches_reference = Precision(Precision::Qdq8),
+        fp16_matches_reference = Precision(Precision::Fp16)
     );
 }

@@ -4,16 +4,11 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_wan_animate_2::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or webnn): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        qdq8_matches_reference = Precision(Precision::Qdq8)
     );
 }

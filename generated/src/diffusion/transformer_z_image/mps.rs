@@ -4,18 +4,19 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_z_image::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_ONNX, ignore =
         "known issue: transformer_z_image's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexFloat is an unexpected tensor scalar type [model-specs/evidence/transformer_z_image.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
-        "known issue: transformer_z_image's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexFloat is an unexpected tensor scalar type [model-specs/evidence/transformer_z_image.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
 }
 /// transformer_z_image on mps with libtorch, device mps: run.
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_z_image::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::MPS_TORCH, gate = gate_mps_torch);
+    runtime::checks!(
+        super::super::cells::MPS_TORCH, gate = gate_mps_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

@@ -4,24 +4,25 @@
 ///
 /// Select this cell with `cargo test -p generated diffusion::unet_spatio_temporal_condition::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "not tested here: unet_spatio_temporal_condition on qnn with onnxruntime: runs failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_spatio_temporal_condition.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "not tested here: unet_spatio_temporal_condition on qnn with onnxruntime: matches_reference failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_spatio_temporal_condition.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "not tested here: unet_spatio_temporal_condition on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_spatio_temporal_condition.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "not tested here: unet_spatio_temporal_condition on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "not tested here: unet_spatio_temporal_condition on qnn with onnxruntime: dynamic_shapes failed: the environment here (not tested here) (timeout): the check's own process ran past 180 s and was killed (a limit of three times one run's 60 s, for the session's build, its runs and its profile), inside… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }

@@ -4,24 +4,19 @@
 ///
 /// Select this cell with `cargo test -p generated encoder_decoders::blenderbot::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, gate = gate_qnn
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs, matches_reference =
+        MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: blenderbot on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: relative L2 error …, above … (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1… [model-specs/evidence/blenderbot.yaml]"
+        : dynamic_shapes = DynamicShapes, qdq8_matches_reference =
+        Precision(Precision::Qdq8), fp16_matches_reference = Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: blenderbot on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: relative L2 error …, above … (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1… [model-specs/evidence/blenderbot.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: blenderbot on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: relative L2 error …, above … (fp16's bounds, because QNN's HTP computes float32 graphs in float16 (enable_htp_fp16_precision: 1… [model-specs/evidence/blenderbot.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "known issue: blenderbot on qnn with onnxruntime: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 37 of 2048 logits outside abs … + rel 0… [model-specs/evidence/blenderbot.yaml]"
+        : generates = Generates
     );
 }

@@ -4,21 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated encoder_decoders::fsmt::cuda::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::CUDA_ONNX, gate = gate_cuda);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, gate = gate_cuda
+    runtime::checks!(
+        super::super::cells::CUDA_ONNX, gate = gate_cuda : runs = Runs, matches_reference
+        = MatchesReference, dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4)
     );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, gate = gate_cuda
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::CUDA_ONNX, ignore =
         "not tested here: fsmt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: shape '[-1, 10, 4, 8]' is invalid for input of size 384 [model-specs/evidence/fsmt.yaml]"
+        : generates = Generates
     );
 }
 /// fsmt on cuda with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated encoder_decoders::fsmt::cuda::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::CUDA_TORCH, gate = gate_cuda_torch);
+    runtime::checks!(
+        super::super::cells::CUDA_TORCH, gate = gate_cuda_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

@@ -4,28 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated encoder_decoders::led::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: led on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/led.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: led on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/led.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: led on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/led.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: led on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: led on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×6 on CPUExecutionProvider, Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Mul ×6 on… [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "known issue: led on qnn with onnxruntime: generates failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×24 on CPUExecutionProvider, Einsum ×5 on CPUExecutionProvider, Expand ×12 on CPUExecutionProvider, Gather ×14… [model-specs/evidence/led.yaml]"
+        : generates = Generates
     );
 }

@@ -4,28 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated encoder_decoders::led::webnn::browser::`.
 mod browser {
-    runtime::check_test!(
-        runs, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: led on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/led.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: led on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/led.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: led on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/led.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: led on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)"
+        : fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
+        Precision(Precision::Qdq8)
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: led on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×2 on CPUExecutionProvider, Gather ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider ran… [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: led on webnn with browser: generates failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Einsum ×5 on CPUExecutionProvider, Expand ×12 on CPUExecutionProvider, Gather ×14 on CPUExecutionProvider, Pad ×3… [model-specs/evidence/led.yaml]"
+        : generates = Generates
     );
 }

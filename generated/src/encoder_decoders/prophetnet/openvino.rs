@@ -4,31 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated encoder_decoders::prophetnet::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
-        gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        int8_matches_reference = Precision(Precision::Int8)
     );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs … + rel … (max abs error …) [model-specs/evidence/prophetnet.yaml]"
+        : generates = Generates
     );
 }
 /// prophetnet on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated encoder_decoders::prophetnet::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
-        gate_openvino
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs … + rel … (max abs error …) [model-specs/evidence/prophetnet.yaml]"
+        : generates = Generates
     );
 }

@@ -4,17 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated encoder_decoders::prophetnet::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: prophetnet on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Trilu ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/prophetnet.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: prophetnet on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/prophetnet/model.fp16.onnx: Failed to finalize QNN graph [model-specs/evidence/prophetnet.yaml]"
+        : fp16_matches_reference = Precision(Precision::Fp16)
     );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "known issue: prophetnet's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 1: 2045 of 2048 elements outside abs … + rel … (max abs error …) [model-specs/evidence/prophetnet.yaml]"
+        : generates = Generates
     );
 }

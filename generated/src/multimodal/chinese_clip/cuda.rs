@@ -4,17 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::chinese_clip::cuda::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::CUDA_ONNX, gate = gate_cuda);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, gate = gate_cuda
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, gate = gate_cuda
+    runtime::checks!(
+        super::super::cells::CUDA_ONNX, gate = gate_cuda : runs = Runs, matches_reference
+        = MatchesReference, dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4)
     );
 }
 /// chinese_clip on cuda with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated multimodal::chinese_clip::cuda::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::CUDA_TORCH, gate = gate_cuda_torch);
+    runtime::checks!(
+        super::super::cells::CUDA_TORCH, gate = gate_cuda_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

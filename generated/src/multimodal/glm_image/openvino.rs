@@ -4,37 +4,44 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::glm_image::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
-        "known issue: glm_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): component vision: output last_hidden_state: 2 of 128 elements outside abs … + rel … [model-specs/evidence/glm_image.yaml]"
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, gate = gate_openvino : runs = Runs
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, gate = gate_openvino
-    );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: glm_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): component vision: output last_hidden_state: 2 of 128 elements outside abs … + rel … [model-specs/evidence/glm_image.yaml]"
+        : matches_reference = MatchesReference
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, gate = gate_openvino : dynamic_shapes =
+        DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
+        "known issue: glm_image on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): component vision: output last_hidden_state: 2 of 128 elements outside abs … + rel … [model-specs/evidence/glm_image.yaml]"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
 }
 /// glm_image on openvino with OpenVINO runtime, device CPU: known-issue (glm_image on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): component vision: output last_hidden_state: 2 of 128 elements outside abs … + rel … [model-specs/evidence/glm_image.yaml]).
 ///
 /// Select this cell with `cargo test -p generated multimodal::glm_image::openvino::ov::`.
 mod ov {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_OV, ignore =
-        "known issue: glm_image on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): component vision: output last_hidden_state: 2 of 128 elements outside abs … + rel … [model-specs/evidence/glm_image.yaml]"
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_OV, gate = gate_openvino
-    );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: glm_image on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): component vision: output last_hidden_state: 2 of 128 elements outside abs … + rel … [model-specs/evidence/glm_image.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : dynamic_shapes =
+        DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: glm_image on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): component vision: output last_hidden_state: 2 of 128 elements outside abs … + rel … [model-specs/evidence/glm_image.yaml]"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }

@@ -4,41 +4,40 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::omdet_turbo::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: omdet-turbo on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×16 on CPUExecutionProvider, Sub ×8 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/omdet-turbo.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: omdet-turbo on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×16 on CPUExecutionProvider, Sub ×8 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/omdet-turbo.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: omdet-turbo on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×16 on CPUExecutionProvider, Sub ×8 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/omdet-turbo.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: omdet-turbo on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×16 on CPUExecutionProvider, Sub ×8 on CPUExecutionProvider, TopK ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/omdet-turbo.yaml] (the store also holds matches_reference, runs)"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
 }
 /// omdet-turbo on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated multimodal::omdet_turbo::openvino::ov::`.
 mod ov {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_OV, gate = gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: omdet-turbo on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output decoder_coord_logits has shape [1, 20, 4], expected [2, 20, 4] (batch=2, decoder_coord_logits_1=20, decoder_coord_logits_2=4) [model-specs/evidence/omdet-turbo.yaml]"
-    );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: omdet-turbo on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output decoder_coord_logits has shape [1, 20, 4], expected [2, 20, 4] (batch=2, decoder_coord_logits_1=20, decoder_coord_logits_2=4) [model-specs/evidence/omdet-turbo.yaml]"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: omdet-turbo on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output decoder_coord_logits has shape [1, 20, 4], expected [2, 20, 4] (batch=2, decoder_coord_logits_1=20, decoder_coord_logits_2=4) [model-specs/evidence/omdet-turbo.yaml]"
+        : dynamic_shapes = DynamicShapes, nncf_int8_matches_reference =
+        Precision(Precision::NncfInt8), nncf_int4_matches_reference =
+        Precision(Precision::NncfInt4)
     );
 }

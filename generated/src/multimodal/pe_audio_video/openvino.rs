@@ -4,41 +4,40 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::pe_audio_video::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: pe_audio_video on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×6 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pe_audio_video.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: pe_audio_video on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×6 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pe_audio_video.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: pe_audio_video on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×6 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pe_audio_video.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: pe_audio_video on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on OpenVINOExecutionProvider: IsNaN ×6 on CPUExecutionProvider ran elsewhere [model-specs/evidence/pe_audio_video.yaml] (the store also holds matches_reference, runs)"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
 }
 /// pe_audio_video on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated multimodal::pe_audio_video::openvino::ov::`.
 mod ov {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_OV, gate = gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: pe_audio_video on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output audio_embeds has shape [0, 32], expected [2, 32] (batch=2, hidden=32) [model-specs/evidence/pe_audio_video.yaml]"
-    );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: pe_audio_video on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output audio_embeds has shape [0, 32], expected [2, 32] (batch=2, hidden=32) [model-specs/evidence/pe_audio_video.yaml]"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: pe_audio_video on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output audio_embeds has shape [0, 32], expected [2, 32] (batch=2, hidden=32) [model-specs/evidence/pe_audio_video.yaml]"
+        : dynamic_shapes = DynamicShapes, nncf_int8_matches_reference =
+        Precision(Precision::NncfInt8), nncf_int4_matches_reference =
+        Precision(Precision::NncfInt4)
     );
 }

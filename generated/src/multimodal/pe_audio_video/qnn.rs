@@ -4,24 +4,25 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::pe_audio_video::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: pe_audio_video on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Expand ×4 on CPUExecutionProvider, Gather ×1 on… [model-specs/evidence/pe_audio_video.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: pe_audio_video on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×2 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Expand ×4 on CPUExecutionProvider, Gather ×1 on… [model-specs/evidence/pe_audio_video.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: pe_audio_video on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/pe_audio_video/model.onnx: Node (/model/audio_video_encoder/embedder/Split_2) Op (Split) [ShapeInferenceError] Mismatch between the sum… [model-specs/evidence/pe_audio_video.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: pe_audio_video on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/pe_audio_video/model.onnx: Node (/model/audio_video_encoder/embedder/Split_2) Op (Split) [ShapeInferenceError] Mismatch between the sum… [model-specs/evidence/pe_audio_video.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: pe_audio_video on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/pe_audio_video/model.onnx: Node (/model/audio_video_encoder/embedder/Split_2) Op (Split) [ShapeInferenceError] Mismatch between the sum… [model-specs/evidence/pe_audio_video.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }

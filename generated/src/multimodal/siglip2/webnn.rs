@@ -4,16 +4,11 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::siglip2::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: siglip2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bilinear2d_aa' to ONNX opset version 17 is not… [model-specs/evidence/siglip2.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: siglip2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bilinear2d_aa' to ONNX opset version 17 is not… [model-specs/evidence/siglip2.yaml]"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: siglip2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bilinear2d_aa' to ONNX opset version 17 is not… [model-specs/evidence/siglip2.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        qdq8_matches_reference = Precision(Precision::Qdq8)
     );
 }

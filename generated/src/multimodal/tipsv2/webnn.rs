@@ -4,13 +4,10 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::tipsv2::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
-        gate_webnn
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, gate =
-        gate_webnn
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, gate = gate_webnn : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
+        Precision(Precision::Qdq8)
     );
 }

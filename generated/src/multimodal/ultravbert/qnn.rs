@@ -4,24 +4,25 @@
 ///
 /// Select this cell with `cargo test -p generated multimodal::ultravbert::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: ultravbert on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/ultravbert/model.onnx: Dynamic shape is not supported yet, for input: val_218 [model-specs/evidence/ultravbert.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: ultravbert on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/ultravbert/model.onnx: Dynamic shape is not supported yet, for input: val_218 [model-specs/evidence/ultravbert.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: ultravbert on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/ultravbert/model.onnx: Dynamic shape is not supported yet, for input: val_218 [model-specs/evidence/ultravbert.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: ultravbert on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/ultravbert/model.onnx: Dynamic shape is not supported yet, for input: val_218 [model-specs/evidence/ultravbert.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: ultravbert on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/ultravbert/model.onnx: Dynamic shape is not supported yet, for input: val_218 [model-specs/evidence/ultravbert.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }

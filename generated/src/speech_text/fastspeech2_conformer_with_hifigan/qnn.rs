@@ -4,24 +4,25 @@
 ///
 /// Select this cell with `cargo test -p generated speech_text::fastspeech2_conformer_with_hifigan::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: fastspeech2_conformer_with_hifigan on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×23 on CPUExecutionProvider, Cast ×2 on CPUExecutionProvider, Clip ×1 on CPUExecutionProvider, Concat ×19 on… [model-specs/evidence/fastspeech2_conformer_with_hifigan.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: fastspeech2_conformer_with_hifigan on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×23 on CPUExecutionProvider, Cast ×2 on CPUExecutionProvider, Clip ×1 on CPUExecutionProvider, Concat ×19 on… [model-specs/evidence/fastspeech2_conformer_with_hifigan.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: fastspeech2_conformer_with_hifigan on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/fastspeech2_conformer_with_hifigan/model.onnx: Node (/model/model/Split) Op (Split) [ShapeInferenceError] Mismatch between the sum of… [model-specs/evidence/fastspeech2_conformer_with_hifigan.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: fastspeech2_conformer_with_hifigan on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/fastspeech2_conformer_with_hifigan/model.onnx: Node (/model/model/Split) Op (Split) [ShapeInferenceError] Mismatch between the sum of… [model-specs/evidence/fastspeech2_conformer_with_hifigan.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: fastspeech2_conformer_with_hifigan on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/fastspeech2_conformer_with_hifigan/model.onnx: Node (/model/model/Split) Op (Split) [ShapeInferenceError] Mismatch between the sum of… [model-specs/evidence/fastspeech2_conformer_with_hifigan.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }

@@ -4,24 +4,25 @@
 ///
 /// Select this cell with `cargo test -p generated speech_text::fun_asr_nano::webnn::browser::`.
 mod browser {
-    runtime::check_test!(
-        runs, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: fun_asr_nano on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/fun_asr_nano.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: fun_asr_nano on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/fun_asr_nano.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: fun_asr_nano on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/fun_asr_nano.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: fun_asr_nano on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/fun_asr_nano.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: fun_asr_nano on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×1 on CPUExecutionProvider, GatherND ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/fun_asr_nano.yaml] (the store also holds matches_reference, runs)"
+        : fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
+        Precision(Precision::Qdq8)
     );
 }

@@ -4,25 +4,22 @@
 ///
 /// Select this cell with `cargo test -p generated speech_text::nemotron3_5_asr::cuda::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CUDA_ONNX, ignore =
         "known issue: nemotron3_5_asr's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at [model-specs/evidence/nemotron3_5_asr.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
-        "known issue: nemotron3_5_asr's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at [model-specs/evidence/nemotron3_5_asr.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
-        "known issue: nemotron3_5_asr's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at [model-specs/evidence/nemotron3_5_asr.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        q4_matches_reference = Precision(Precision::Q4)
     );
 }
 /// nemotron3_5_asr on cuda with libtorch, device cuda: known-issue (nemotron3_5_asr's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at [model-specs/evidence/nemotron3_5_asr.yaml]).
 ///
 /// Select this cell with `cargo test -p generated speech_text::nemotron3_5_asr::cuda::torch::`.
 mod torch {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CUDA_TORCH, ignore =
         "known issue: nemotron3_5_asr's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at [model-specs/evidence/nemotron3_5_asr.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes
     );
 }

@@ -4,16 +4,11 @@
 ///
 /// Select this cell with `cargo test -p generated speech_text::nemotron_asr_streaming::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: nemotron_asr_streaming's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at [model-specs/evidence/nemotron_asr_streaming.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: nemotron_asr_streaming's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at [model-specs/evidence/nemotron_asr_streaming.yaml]"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: nemotron_asr_streaming's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at [model-specs/evidence/nemotron_asr_streaming.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        qdq8_matches_reference = Precision(Precision::Qdq8)
     );
 }

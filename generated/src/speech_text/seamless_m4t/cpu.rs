@@ -4,23 +4,31 @@
 ///
 /// Select this cell with `cargo test -p generated speech_text::seamless_m4t::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
         "known issue: seamless_m4t on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits: top-1 agreement …, below … (int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/seamless_m4t.yaml]"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, gate =
-        gate_cpu
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : int8_avx2_matches_reference =
+        Precision(Precision::Int8Avx2)
     );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
         "known issue: seamless_m4t on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits: top-1 agreement …, below … (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/seamless_m4t.yaml]"
+        : q4_matches_reference = Precision(Precision::Q4)
     );
 }
 /// seamless_m4t on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated speech_text::seamless_m4t::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, gate = gate_cpu_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

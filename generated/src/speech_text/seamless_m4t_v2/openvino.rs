@@ -4,31 +4,33 @@
 ///
 /// Select this cell with `cargo test -p generated speech_text::seamless_m4t_v2::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, gate = gate_openvino : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: seamless_m4t_v2 on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output encoder_last_hidden_state: 48 of 96 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: seamless_m4t_v2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output encoder_last_hidden_state: 134 of 256 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: seamless_m4t_v2 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output encoder_last_hidden_state: 134 of 256 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml] (the store also holds matches_reference)"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
 }
 /// seamless_m4t_v2 on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated speech_text::seamless_m4t_v2::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
-        gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }

@@ -4,45 +4,50 @@
 ///
 /// Select this cell with `cargo test -p generated speech_text::speech_to_text::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: speech_to_text on openvino with onnxruntime: runs failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32) [model-specs/evidence/speech_to_text.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: speech_to_text on openvino with onnxruntime: matches_reference failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32) [model-specs/evidence/speech_to_text.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: speech_to_text on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 400 of 448 elements outside abs … + rel … [model-specs/evidence/speech_to_text.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: speech_to_text on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 400 of 448 elements outside abs … + rel … [model-specs/evidence/speech_to_text.yaml] (the store also holds matches_reference, runs)"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
 }
 /// speech_to_text on openvino with OpenVINO runtime, device CPU: known-issue (speech_to_text on openvino with openvino: matches_reference failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32) [model-specs/evidence/speech_to_text.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated speech_text::speech_to_text::openvino::ov::`.
 mod ov {
-    runtime::check_test!(
-        runs, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: speech_to_text on openvino with openvino: runs failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32) [model-specs/evidence/speech_to_text.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: speech_to_text on openvino with openvino: matches_reference failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, decoder_sequence=4, hidden=32) [model-specs/evidence/speech_to_text.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: speech_to_text on openvino with openvino: dynamic_shapes failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 7, 32] (batch=2, decoder_sequence=7, hidden=32) [model-specs/evidence/speech_to_text.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: speech_to_text on openvino with openvino: dynamic_shapes failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 7, 32] (batch=2, decoder_sequence=7, hidden=32) [model-specs/evidence/speech_to_text.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: speech_to_text on openvino with openvino: dynamic_shapes failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 7, 32] (batch=2, decoder_sequence=7, hidden=32) [model-specs/evidence/speech_to_text.yaml] (the store also holds matches_reference, runs)"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }

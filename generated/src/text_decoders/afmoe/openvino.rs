@@ -4,42 +4,45 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::afmoe::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: afmoe on openvino with onnxruntime: runs failed: the engine or its provider (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1… [model-specs/evidence/afmoe.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: afmoe on openvino with onnxruntime: matches_reference failed: the engine or its provider (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1… [model-specs/evidence/afmoe.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: afmoe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1… [model-specs/evidence/afmoe.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: afmoe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (engine-exited): the check's own process was killed by signal 11 (SIGSEGV) during the check, inside onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1… [model-specs/evidence/afmoe.yaml] (the store also holds matches_reference, runs)"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs … + rel … (max abs error …) [model-specs/evidence/afmoe.yaml]"
+        : generates = Generates
     );
 }
 /// afmoe on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::afmoe::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
-        gate_openvino
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs … + rel … (max abs error …) [model-specs/evidence/afmoe.yaml]"
+        : generates = Generates
     );
 }

@@ -4,17 +4,15 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::bert_generation::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
-        gate_webnn
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, gate = gate_webnn : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
+        Precision(Precision::Qdq8)
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, gate =
-        gate_webnn
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "not tested here: bert-generation's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`) [model-specs/evidence/bert-generation.yaml]"
+        : generates = Generates
     );
 }

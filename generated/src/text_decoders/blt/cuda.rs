@@ -4,26 +4,25 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::blt::cuda::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CUDA_ONNX, ignore =
         "known issue: blt's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible [model-specs/evidence/blt.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        q4_matches_reference = Precision(Precision::Q4)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
-        "known issue: blt's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible [model-specs/evidence/blt.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
-        "known issue: blt's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible [model-specs/evidence/blt.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::CUDA_ONNX, ignore =
         "not tested here: blt's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): AttributeError: 'BltConfig' object has no attribute 'num_hidden_layers' [model-specs/evidence/blt.yaml]"
+        : generates = Generates
     );
 }
 /// blt on cuda with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::blt::cuda::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::CUDA_TORCH, gate = gate_cuda_torch);
+    runtime::checks!(
+        super::super::cells::CUDA_TORCH, gate = gate_cuda_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

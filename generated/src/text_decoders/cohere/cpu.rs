@@ -4,22 +4,20 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::cohere::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, gate = gate_cpu
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes, int8_matches_reference =
+        Precision(Precision::Int8), int8_avx2_matches_reference =
+        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4),
+        generates = Generates
     );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, gate =
-        gate_cpu
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
-    );
-    runtime::generation_test!(super::super::cells::CPU_ONNX, gate = gate_cpu);
 }
 /// cohere on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::cohere::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, gate = gate_cpu_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

@@ -4,49 +4,50 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::cpmant::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: cpmant on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: BitwiseAnd ×2 on CPUExecutionProvider, BitwiseOr ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/cpmant.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: cpmant on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: BitwiseAnd ×2 on CPUExecutionProvider, BitwiseOr ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/cpmant.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: cpmant on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running BitwiseAnd node [model-specs/evidence/cpmant.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: cpmant on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running BitwiseAnd node [model-specs/evidence/cpmant.yaml] (the store also holds matches_reference, runs)"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: cpmant's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '119… [model-specs/evidence/cpmant.yaml]"
+        : generates = Generates
     );
 }
 /// cpmant on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::cpmant::openvino::ov::`.
 mod ov {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_OV, gate = gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: cpmant on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 13, 32] (batch=2, sequence=13, hidden=32) [model-specs/evidence/cpmant.yaml]"
+        : dynamic_shapes = DynamicShapes, nncf_int8_matches_reference =
+        Precision(Precision::NncfInt8), nncf_int4_matches_reference =
+        Precision(Precision::NncfInt4)
     );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: cpmant on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 13, 32] (batch=2, sequence=13, hidden=32) [model-specs/evidence/cpmant.yaml]"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: cpmant on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 13, 32] (batch=2, sequence=13, hidden=32) [model-specs/evidence/cpmant.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: cpmant's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: SymbolicValueError: ONNX export does NOT support exporting bitwise OR for non-boolean input values  [Caused by the value '119… [model-specs/evidence/cpmant.yaml]"
+        : generates = Generates
     );
 }

@@ -4,18 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::deepseek_v4::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::MPS_ONNX, gate = gate_mps);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, gate = gate_mps
+    runtime::checks!(
+        super::super::cells::MPS_ONNX, gate = gate_mps : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::MPS_ONNX, ignore =
         "not tested here: deepseek_v4's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): ValueError: invalid literal for int() with base 10: 'compressor' [model-specs/evidence/deepseek_v4.yaml]"
+        : generates = Generates
     );
 }
 /// deepseek_v4 on mps with libtorch, device mps: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::deepseek_v4::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::MPS_TORCH, gate = gate_mps_torch);
+    runtime::checks!(
+        super::super::cells::MPS_TORCH, gate = gate_mps_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

@@ -4,14 +4,17 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::gemma3_text::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
-        gate_webnn
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, gate = gate_webnn : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        fp16_matches_reference = Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: gemma3_text on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/gemma3_text.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
     );
-    runtime::generation_test!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, gate = gate_webnn : generates = Generates
+    );
 }

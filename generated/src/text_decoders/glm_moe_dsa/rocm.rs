@@ -4,18 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::glm_moe_dsa::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::ROCM_ONNX, gate = gate_rocm);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, gate = gate_rocm
+    runtime::checks!(
+        super::super::cells::ROCM_ONNX, gate = gate_rocm : runs = Runs, matches_reference
+        = MatchesReference, dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::ROCM_ONNX, ignore =
         "known issue: glm_moe_dsa's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (2) must match the size of tensor b (8) at non-singleton dimension 2 [model-specs/evidence/glm_moe_dsa.yaml]"
+        : generates = Generates
     );
 }
 /// glm_moe_dsa on rocm with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::glm_moe_dsa::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::ROCM_TORCH, gate = gate_rocm_torch);
+    runtime::checks!(
+        super::super::cells::ROCM_TORCH, gate = gate_rocm_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

@@ -4,17 +4,15 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::gptj::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, gate =
-        gate_webnn
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, gate = gate_webnn : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
+        Precision(Precision::Qdq8)
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, gate =
-        gate_webnn
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: gptj on webnn with browser: generates failed: the engine or its provider (model-load): step 0 (decoder): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/gptj.yaml]"
+        : generates = Generates
     );
 }

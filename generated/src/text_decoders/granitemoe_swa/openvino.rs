@@ -4,36 +4,38 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::granitemoe_swa::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
-        gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        int8_matches_reference = Precision(Precision::Int8), generates = Generates
     );
-    runtime::generation_test!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
 }
 /// granitemoe_swa on openvino with OpenVINO runtime, device CPU: known-issue (granitemoe_swa on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 252 of 256 elements outside abs … + rel … [model-specs/evidence/granitemoe_swa.yaml]).
 ///
 /// Select this cell with `cargo test -p generated text_decoders::granitemoe_swa::openvino::ov::`.
 mod ov {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: granitemoe_swa on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 252 of 256 elements outside abs … + rel … [model-specs/evidence/granitemoe_swa.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: granitemoe_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 827 of 832 elements outside abs … + rel … [model-specs/evidence/granitemoe_swa.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: granitemoe_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 827 of 832 elements outside abs … + rel … [model-specs/evidence/granitemoe_swa.yaml] (the store also holds matches_reference)"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: granitemoe_swa on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 827 of 832 elements outside abs … + rel … [model-specs/evidence/granitemoe_swa.yaml] (the store also holds matches_reference)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: granitemoe_swa on openvino with openvino: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 2011 of 2048 logits outside abs … + rel… [model-specs/evidence/granitemoe_swa.yaml]"
+        : generates = Generates
     );
 }

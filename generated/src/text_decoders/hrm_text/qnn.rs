@@ -4,21 +4,17 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::hrm_text::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, gate = gate_qnn
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs, matches_reference =
+        MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: hrm_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/hrm_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/hrm_text.yaml]"
+        : dynamic_shapes = DynamicShapes, qdq8_matches_reference =
+        Precision(Precision::Qdq8), fp16_matches_reference = Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: hrm_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/hrm_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/hrm_text.yaml]"
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : generates = Generates
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: hrm_text on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/hrm_text/model.onnx: Failed to finalize QNN graph [model-specs/evidence/hrm_text.yaml]"
-    );
-    runtime::generation_test!(super::super::cells::QNN_ONNX, gate = gate_qnn);
 }

@@ -4,26 +4,25 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::longcat_flash::cuda::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CUDA_ONNX, ignore =
         "known issue: longcat_flash's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/longcat_flash.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        q4_matches_reference = Precision(Precision::Q4)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
-        "known issue: longcat_flash's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/longcat_flash.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
-        "known issue: longcat_flash's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/longcat_flash.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::CUDA_ONNX, ignore =
         "known issue: longcat_flash's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/generation/longcat_flash.partial-<pid>/decoder.onnx failed:Node… [model-specs/evidence/longcat_flash.yaml]"
+        : generates = Generates
     );
 }
 /// longcat_flash on cuda with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::longcat_flash::cuda::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::CUDA_TORCH, gate = gate_cuda_torch);
+    runtime::checks!(
+        super::super::cells::CUDA_TORCH, gate = gate_cuda_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

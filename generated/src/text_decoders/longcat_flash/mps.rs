@@ -4,22 +4,24 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::longcat_flash::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_ONNX, ignore =
         "known issue: longcat_flash's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/longcat_flash.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
-        "known issue: longcat_flash's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/longcat_flash.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::MPS_ONNX, ignore =
         "known issue: longcat_flash's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from <fixtures>/generation/longcat_flash.partial-<pid>/decoder.onnx failed:Node… [model-specs/evidence/longcat_flash.yaml]"
+        : generates = Generates
     );
 }
 /// longcat_flash on mps with libtorch, device mps: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::longcat_flash::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::MPS_TORCH, gate = gate_mps_torch);
+    runtime::checks!(
+        super::super::cells::MPS_TORCH, gate = gate_mps_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

@@ -4,25 +4,28 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::mpt::webnn::browser::`.
 mod browser {
-    runtime::check_test!(runs, super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, gate = gate_webnn : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: mpt on webnn with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 254 of 256 elements outside abs … + rel … [model-specs/evidence/mpt.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: mpt on webnn with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 828 of 832 elements outside abs … + rel … [model-specs/evidence/mpt.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: mpt on webnn with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 828 of 832 elements outside abs … + rel … [model-specs/evidence/mpt.yaml] (the store also holds matches_reference)"
+        : fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
+        Precision(Precision::Qdq8)
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: mpt on webnn with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 828 of 832 elements outside abs … + rel … [model-specs/evidence/mpt.yaml] (the store also holds matches_reference)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: mpt on webnn with browser: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 2027 of 2048 logits outside abs … + rel… [model-specs/evidence/mpt.yaml]"
+        : generates = Generates
     );
 }

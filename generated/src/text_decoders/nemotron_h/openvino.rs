@@ -4,42 +4,45 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::nemotron_h::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: nemotron_h on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model [model-specs/evidence/nemotron_h.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: nemotron_h on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model [model-specs/evidence/nemotron_h.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: nemotron_h on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model [model-specs/evidence/nemotron_h.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: nemotron_h on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: This is an invalid model [model-specs/evidence/nemotron_h.yaml] (the store also holds matches_reference, runs)"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: IndexError: list index out of range [model-specs/evidence/nemotron_h.yaml]"
+        : generates = Generates
     );
 }
 /// nemotron_h on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::nemotron_h::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
-        gate_openvino
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: IndexError: list index out of range [model-specs/evidence/nemotron_h.yaml]"
+        : generates = Generates
     );
 }

@@ -4,28 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::nemotron_h::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: nemotron_h on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: Failed to finalize QNN graph [model-specs/evidence/nemotron_h.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: nemotron_h on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: Failed to finalize QNN graph [model-specs/evidence/nemotron_h.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: nemotron_h on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: Failed to finalize QNN graph [model-specs/evidence/nemotron_h.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: nemotron_h on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: Failed to finalize QNN graph [model-specs/evidence/nemotron_h.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: nemotron_h on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/nemotron_h/model.onnx: Failed to finalize QNN graph [model-specs/evidence/nemotron_h.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "known issue: nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: IndexError: list index out of range [model-specs/evidence/nemotron_h.yaml]"
+        : generates = Generates
     );
 }

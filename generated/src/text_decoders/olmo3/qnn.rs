@@ -4,25 +4,26 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::olmo3::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs);
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: olmo3 on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 27 of 256 elements outside … of the output's spread (… abs) [model-specs/evidence/olmo3.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: olmo3 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state (the 22 positions the attention mask keeps, of 26): 458 of 704 elements outside … of the output's spread (… abs) [model-specs/evidence/olmo3.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: olmo3 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state (the 22 positions the attention mask keeps, of 26): 458 of 704 elements outside … of the output's spread (… abs) [model-specs/evidence/olmo3.yaml] (the store also holds matches_reference)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: olmo3 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state (the 22 positions the attention mask keeps, of 26): 458 of 704 elements outside … of the output's spread (… abs) [model-specs/evidence/olmo3.yaml] (the store also holds matches_reference)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "known issue: olmo3 on qnn with onnxruntime: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 804 of 2048 logits outside abs … + rel… [model-specs/evidence/olmo3.yaml]"
+        : generates = Generates
     );
 }

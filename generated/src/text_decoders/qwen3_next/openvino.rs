@@ -4,39 +4,47 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::qwen3_next::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: qwen3_next on openvino with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×10 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, TopK ×2… [model-specs/evidence/qwen3_next.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: qwen3_next on openvino with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×10 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, TopK ×2… [model-specs/evidence/qwen3_next.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: qwen3_next on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×10 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, TopK ×2… [model-specs/evidence/qwen3_next.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: qwen3_next on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, NonZero ×10 on CPUExecutionProvider, Sub ×1 on CPUExecutionProvider, TopK ×2… [model-specs/evidence/qwen3_next.yaml] (the store also holds matches_reference, runs)"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: qwen3_next on openvino with onnxruntime: generates failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/qwen3_next.yaml]"
+        : generates = Generates
     );
 }
 /// qwen3_next on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::qwen3_next::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        nncf_int8_matches_reference = Precision(Precision::NncfInt8)
     );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: qwen3_next on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (model-load): OpenVINO compiling for CPU: general error: Exception from src/inference/src/cpp/core.cpp:117 [model-specs/evidence/qwen3_next.yaml]"
+        : nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
-    runtime::generation_test!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : generates = Generates
+    );
 }

@@ -4,41 +4,34 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::qwen4_exp_text::cpu::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::CPU_ONNX, gate = gate_cpu);
-    runtime::check_test!(
-        matches_reference, super::super::cells::CPU_ONNX, gate = gate_cpu
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : runs = Runs, matches_reference =
+        MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::CPU_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
         "known issue: qwen4_exp_text on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running ScatterElements node [model-specs/evidence/qwen4_exp_text.yaml]"
+        : dynamic_shapes = DynamicShapes, int8_matches_reference =
+        Precision(Precision::Int8), int8_avx2_matches_reference =
+        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4)
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: qwen4_exp_text on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running ScatterElements node [model-specs/evidence/qwen4_exp_text.yaml]"
-    );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: qwen4_exp_text on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running ScatterElements node [model-specs/evidence/qwen4_exp_text.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: qwen4_exp_text on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running ScatterElements node [model-specs/evidence/qwen4_exp_text.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "known issue: qwen4_exp_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug… [model-specs/evidence/qwen4_exp_text.yaml]"
+        : generates = Generates
     );
 }
 /// qwen4_exp_text on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::qwen4_exp_text::cpu::torch::`.
 mod torch {
-    runtime::check_test!(runs, super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
-    runtime::check_test!(
-        matches_reference, super::super::cells::CPU_TORCH, gate = gate_cpu_torch
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, gate = gate_cpu_torch : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, ignore =
         "known issue: qwen4_exp_text on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: 570 of 832 elements outside abs … + rel … [model-specs/evidence/qwen4_exp_text.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
 }

@@ -4,28 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::qwen4_exp_text::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: qwen4_exp_text on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/qwen4_exp_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen4_exp_text.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: qwen4_exp_text on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/qwen4_exp_text/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen4_exp_text.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: qwen4_exp_text on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/qwen4_exp_text/model.onnx: Node (/model/layers.1/self_attn/Add_3) Op (Add) [ShapeInferenceError] Incompatible dimensions [model-specs/evidence/qwen4_exp_text.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: qwen4_exp_text on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/qwen4_exp_text/model.onnx: Node (/model/layers.1/self_attn/Add_3) Op (Add) [ShapeInferenceError] Incompatible dimensions [model-specs/evidence/qwen4_exp_text.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: qwen4_exp_text on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/qwen4_exp_text/model.onnx: Node (/model/layers.1/self_attn/Add_3) Op (Add) [ShapeInferenceError] Incompatible dimensions [model-specs/evidence/qwen4_exp_text.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "known issue: qwen4_exp_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug… [model-specs/evidence/qwen4_exp_text.yaml]"
+        : generates = Generates
     );
 }

@@ -4,37 +4,47 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::recurrent_gemma::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
         "known issue: recurrent_gemma on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running MatMulIntegerToFloat node [model-specs/evidence/recurrent_gemma.yaml]"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
         "known issue: recurrent_gemma on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running MatMulIntegerToFloat node [model-specs/evidence/recurrent_gemma.yaml]"
+        : int8_avx2_matches_reference = Precision(Precision::Int8Avx2)
     );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, gate = gate_cpu
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : q4_matches_reference =
+        Precision(Precision::Q4)
     );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "not tested here: recurrent_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`) [model-specs/evidence/recurrent_gemma.yaml]"
+        : generates = Generates
     );
 }
 /// recurrent_gemma on cpu with libtorch, device cpu: known-issue (recurrent_gemma on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative' [model-specs/evidence/recurrent_gemma.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated text_decoders::recurrent_gemma::cpu::torch::`.
 mod torch {
-    runtime::check_test!(
-        runs, super::super::cells::CPU_TORCH, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, ignore =
         "known issue: recurrent_gemma on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative' [model-specs/evidence/recurrent_gemma.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::CPU_TORCH, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, ignore =
         "known issue: recurrent_gemma on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative' [model-specs/evidence/recurrent_gemma.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, ignore =
         "known issue: recurrent_gemma on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'SqrtBoundDerivative' [model-specs/evidence/recurrent_gemma.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
 }

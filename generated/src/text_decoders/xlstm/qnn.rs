@@ -4,24 +4,19 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::xlstm::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, gate = gate_qnn
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs, matches_reference =
+        MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: xlstm on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/xlstm/model.onnx: Node (/model/blocks.0/mlstm_layer/Reshape_3) Op (Reshape) [ShapeInferenceError] Dimension could not be inferred… [model-specs/evidence/xlstm.yaml]"
+        : dynamic_shapes = DynamicShapes, qdq8_matches_reference =
+        Precision(Precision::Qdq8), fp16_matches_reference = Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: xlstm on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/xlstm/model.onnx: Node (/model/blocks.0/mlstm_layer/Reshape_3) Op (Reshape) [ShapeInferenceError] Dimension could not be inferred… [model-specs/evidence/xlstm.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: xlstm on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/xlstm/model.onnx: Node (/model/blocks.0/mlstm_layer/Reshape_3) Op (Reshape) [ShapeInferenceError] Dimension could not be inferred… [model-specs/evidence/xlstm.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "not tested here: xlstm's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): ValueError: matC_old has wrong shape, got torch.Size([2, 4, 16, 16]) [model-specs/evidence/xlstm.yaml]"
+        : generates = Generates
     );
 }

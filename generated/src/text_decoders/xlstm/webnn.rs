@@ -4,24 +4,19 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::xlstm::webnn::browser::`.
 mod browser {
-    runtime::check_test!(runs, super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBNN_BROWSER, gate = gate_webnn
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, gate = gate_webnn : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: xlstm on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/xlstm.yaml]"
+        : dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16), qdq8_matches_reference = Precision(Precision::Qdq8)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: xlstm on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/xlstm.yaml]"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: xlstm on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/xlstm.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "not tested here: xlstm's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): ValueError: matC_old has wrong shape, got torch.Size([2, 4, 16, 16]) [model-specs/evidence/xlstm.yaml]"
+        : generates = Generates
     );
 }

@@ -4,23 +4,27 @@
 ///
 /// Select this cell with `cargo test -p generated text_decoders::youtu::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, gate = gate_cpu
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes, int8_matches_reference =
+        Precision(Precision::Int8), int8_avx2_matches_reference =
+        Precision(Precision::Int8Avx2)
     );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, gate =
-        gate_cpu
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
         "known issue: youtu on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/youtu.yaml]"
+        : q4_matches_reference = Precision(Precision::Q4)
     );
-    runtime::generation_test!(super::super::cells::CPU_ONNX, gate = gate_cpu);
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : generates = Generates
+    );
 }
 /// youtu on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated text_decoders::youtu::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, gate = gate_cpu_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

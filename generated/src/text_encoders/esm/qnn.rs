@@ -4,20 +4,14 @@
 ///
 /// Select this cell with `cargo test -p generated text_encoders::esm::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, gate = gate_qnn
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs, matches_reference =
+        MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: esm on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state (the 22 positions the attention mask keeps, of 26): 11 of 704 elements outside … of the output's spread (… abs) [model-specs/evidence/esm.yaml]"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: esm on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state (the 22 positions the attention mask keeps, of 26): 11 of 704 elements outside … of the output's spread (… abs) [model-specs/evidence/esm.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: esm on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state (the 22 positions the attention mask keeps, of 26): 11 of 704 elements outside … of the output's spread (… abs) [model-specs/evidence/esm.yaml]"
+        : dynamic_shapes = DynamicShapes, qdq8_matches_reference =
+        Precision(Precision::Qdq8), fp16_matches_reference = Precision(Precision::Fp16)
     );
 }

@@ -4,12 +4,17 @@
 ///
 /// Select this cell with `cargo test -p generated text_encoders::mpnet::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: mpnet on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/mpnet/model.qdq8.onnx: Failed to compose Qnn graph [model-specs/evidence/mpnet.yaml]"
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: mpnet on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/mpnet/model.qdq8.onnx: Failed to compose Qnn graph [model-specs/evidence/mpnet.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
+    );
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }

@@ -4,41 +4,35 @@
 ///
 /// Select this cell with `cargo test -p generated text_encoders::reformer::cpu::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::CPU_ONNX, gate = gate_cpu);
-    runtime::check_test!(
-        matches_reference, super::super::cells::CPU_ONNX, gate = gate_cpu
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : runs = Runs, matches_reference =
+        MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::CPU_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
         "known issue: reformer on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/reformer.yaml]"
-    );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: reformer on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/reformer.yaml]"
-    );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: reformer on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/reformer.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: reformer on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/reformer.yaml]"
+        : dynamic_shapes = DynamicShapes, int8_matches_reference =
+        Precision(Precision::Int8), int8_avx2_matches_reference =
+        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4)
     );
 }
 /// reformer on cpu with libtorch, device cpu: known-issue (reformer on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/reformer.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated text_encoders::reformer::cpu::torch::`.
 mod torch {
-    runtime::check_test!(
-        runs, super::super::cells::CPU_TORCH, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, ignore =
         "known issue: reformer on cpu with libtorch: runs failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/reformer.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::CPU_TORCH, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, ignore =
         "known issue: reformer on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/reformer.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, ignore =
         "known issue: reformer on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/reformer.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
 }

@@ -4,26 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated vision::bit::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "known issue: bit's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs …… [model-specs/evidence/bit.yaml]"
-    );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: bit's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs …… [model-specs/evidence/bit.yaml]"
-    );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: bit's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs …… [model-specs/evidence/bit.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: bit's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs …… [model-specs/evidence/bit.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, int8_matches_reference = Precision(Precision::Int8),
+        int8_avx2_matches_reference = Precision(Precision::Int8Avx2),
+        q4_matches_reference = Precision(Precision::Q4)
     );
 }
 /// bit on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated vision::bit::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, gate = gate_cpu_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

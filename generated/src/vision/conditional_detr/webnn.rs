@@ -4,13 +4,17 @@
 ///
 /// Select this cell with `cargo test -p generated vision::conditional_detr::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: conditional_detr on webnn with browser: fp16_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/conditional_detr.yaml]"
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, gate = gate_webnn : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, gate =
-        gate_webnn
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: conditional_detr on webnn with browser: fp16_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/conditional_detr.yaml]"
+        : fp16_matches_reference = Precision(Precision::Fp16)
+    );
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, gate = gate_webnn : qdq8_matches_reference =
+        Precision(Precision::Qdq8)
     );
 }

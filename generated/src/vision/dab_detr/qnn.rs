@@ -4,13 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated vision::dab_detr::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: dab-detr on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/dab-detr.yaml]"
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: dab-detr on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/dab-detr.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
+    );
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: dab-detr on qnn with onnxruntime: fp16_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/dab-detr/model.fp16.onnx: Failed to finalize QNN graph [model-specs/evidence/dab-detr.yaml]"
+        : fp16_matches_reference = Precision(Precision::Fp16)
     );
 }

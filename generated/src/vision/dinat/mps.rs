@@ -4,21 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated vision::dinat::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_ONNX, ignore =
         "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or mps): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
-        "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or mps): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
 }
 /// dinat on mps with libtorch, device mps: not-tested (not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or mps): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment).
 ///
 /// Select this cell with `cargo test -p generated vision::dinat::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_TORCH, ignore =
         "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or mps): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes
     );
 }

@@ -4,29 +4,22 @@
 ///
 /// Select this cell with `cargo test -p generated vision::dinat::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment"
-    );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, int8_matches_reference = Precision(Precision::Int8)
     );
 }
 /// dinat on openvino with OpenVINO runtime, device CPU: not-tested (not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment).
 ///
 /// Select this cell with `cargo test -p generated vision::dinat::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::OPENVINO_OV, ignore =
         "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment"
-    );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }

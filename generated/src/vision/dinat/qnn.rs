@@ -4,16 +4,11 @@
 ///
 /// Select this cell with `cargo test -p generated vision::dinat::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or qnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or qnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or qnn): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, qdq8_matches_reference = Precision(Precision::Qdq8),
+        fp16_matches_reference = Precision(Precision::Fp16)
     );
 }

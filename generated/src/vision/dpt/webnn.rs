@@ -4,13 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated vision::dpt::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: dpt on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×2 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Resize ×1… [model-specs/evidence/dpt.yaml]"
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, gate = gate_webnn : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: dpt on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Cast ×2 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, Resize ×1… [model-specs/evidence/dpt.yaml]"
+        : fp16_matches_reference = Precision(Precision::Fp16)
+    );
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: dpt on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder'… [model-specs/evidence/dpt.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
     );
 }

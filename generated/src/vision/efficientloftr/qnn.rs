@@ -4,21 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated vision::efficientloftr::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs);
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: efficientloftr on qnn with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output feature_maps_0: 18900 of 38400 elements outside … of the output's spread (… abs) [model-specs/evidence/efficientloftr.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: efficientloftr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output feature_maps_0: 37800 of 76800 elements outside … of the output's spread (… abs) [model-specs/evidence/efficientloftr.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: efficientloftr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output feature_maps_0: 37800 of 76800 elements outside … of the output's spread (… abs) [model-specs/evidence/efficientloftr.yaml] (the store also holds matches_reference)"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: efficientloftr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output feature_maps_0: 37800 of 76800 elements outside … of the output's spread (… abs) [model-specs/evidence/efficientloftr.yaml] (the store also holds matches_reference)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }

@@ -4,80 +4,71 @@
 ///
 /// Select this cell with `cargo test -p generated vision::efficientnet::webgpu::browser::`.
 mod browser {
-    runtime::cell_tests!(super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, gate =
-        gate_webgpu
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, gate = gate_webgpu
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, gate =
-        gate_webgpu
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// efficientnet on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated vision::efficientnet::webgpu::native::`.
 mod native {
-    runtime::cell_tests!(super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, gate =
-        gate_webgpu
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        fp16_matches_reference = Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
         "unsupported: efficientnet on webgpu with onnxruntime: q4_matches_reference does not apply (does-not-apply): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its… [model-specs/evidence/efficientnet.yaml]"
+        : q4_matches_reference = Precision(Precision::Q4)
     );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
         "unsupported: efficientnet on webgpu with onnxruntime: q4f16_matches_reference does not apply (does-not-apply): the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed) [model-specs/evidence/efficientnet.yaml]"
+        : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// efficientnet on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
 ///
 /// Select this cell with `cargo test -p generated vision::efficientnet::webgpu::firefox::`.
 mod firefox {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, gate =
-        gate_webgpu_firefox
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, gate =
-        gate_webgpu_firefox
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, gate =
-        gate_webgpu_firefox
+    runtime::checks!(
+        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// efficientnet's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated vision::efficientnet::webgpu::wgpu::`.
 mod wgpu {
-    runtime::quantization_test!(
-        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, ignore =
         "unsupported: efficientnet on webgpu with wgpu: fp16_quantization does not apply (does-not-apply): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/efficientnet.yaml]"
+        : fp16_quantization = Quantization(QuantScheme::Fp16)
     );
-    runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, ignore =
         "unsupported: efficientnet on webgpu with wgpu: int8_quantization does not apply (does-not-apply): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/efficientnet.yaml]"
+        : int8_quantization = Quantization(QuantScheme::Int8)
     );
-    runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, ignore =
         "unsupported: efficientnet on webgpu with wgpu: int4_quantization does not apply (does-not-apply): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/efficientnet.yaml]"
+        : int4_quantization = Quantization(QuantScheme::Int4)
     );
-    runtime::quantization_test!(
-        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
-        ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, ignore =
         "unsupported: efficientnet on webgpu with wgpu: int4_mixed_quantization does not apply (does-not-apply): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/efficientnet.yaml]"
+        : int4_mixed_quantization = Quantization(QuantScheme::Int4Mixed)
     );
-    runtime::quantization_test!(
-        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, ignore =
         "unsupported: efficientnet on webgpu with wgpu: int2_quantization does not apply (does-not-apply): efficientnet has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/efficientnet.yaml]"
+        : int2_quantization = Quantization(QuantScheme::Int2)
     );
 }

@@ -4,13 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated vision::gemma3n_vision::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: gemma3n_vision on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×47 on CPUExecutionProvider, Cast ×40 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Conv ×28 on… [model-specs/evidence/gemma3n_vision.yaml]"
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, gate = gate_webnn : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: gemma3n_vision on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×47 on CPUExecutionProvider, Cast ×40 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Conv ×28 on… [model-specs/evidence/gemma3n_vision.yaml]"
+        : fp16_matches_reference = Precision(Precision::Fp16)
+    );
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: gemma3n_vision on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.timm_model.conv_stem.conv.bias_DequantizeLinear]… [model-specs/evidence/gemma3n_vision.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
     );
 }

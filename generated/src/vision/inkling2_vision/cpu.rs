@@ -4,37 +4,29 @@
 ///
 /// Select this cell with `cargo test -p generated vision::inkling2_vision::cpu::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::CPU_ONNX, gate = gate_cpu);
-    runtime::check_test!(
-        matches_reference, super::super::cells::CPU_ONNX, gate = gate_cpu
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : runs = Runs, matches_reference =
+        MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::CPU_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
         "known issue: inkling2_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/inkling2_vision.yaml]"
-    );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: inkling2_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/inkling2_vision.yaml]"
-    );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: inkling2_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/inkling2_vision.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: inkling2_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/inkling2_vision.yaml]"
+        : dynamic_shapes = DynamicShapes, int8_matches_reference =
+        Precision(Precision::Int8), int8_avx2_matches_reference =
+        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4)
     );
 }
 /// inkling2_vision on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated vision::inkling2_vision::cpu::torch::`.
 mod torch {
-    runtime::check_test!(runs, super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
-    runtime::check_test!(
-        matches_reference, super::super::cells::CPU_TORCH, gate = gate_cpu_torch
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, gate = gate_cpu_torch : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, ignore =
         "known issue: inkling2_vision on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (run-failed): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter [model-specs/evidence/inkling2_vision.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
 }

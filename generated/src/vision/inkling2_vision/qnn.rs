@@ -4,24 +4,25 @@
 ///
 /// Select this cell with `cargo test -p generated vision::inkling2_vision::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: inkling2_vision on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×10 on CPUExecutionProvider, And ×4 on CPUExecutionProvider, Cast ×16 on… [model-specs/evidence/inkling2_vision.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: inkling2_vision on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×10 on CPUExecutionProvider, And ×4 on CPUExecutionProvider, Cast ×16 on… [model-specs/evidence/inkling2_vision.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: inkling2_vision on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6533275856814736402_5 node [model-specs/evidence/inkling2_vision.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: inkling2_vision on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6533275856814736402_5 node [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: inkling2_vision on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_6533275856814736402_5 node [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }

@@ -4,23 +4,32 @@
 ///
 /// Select this cell with `cargo test -p generated vision::lw_detr::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: lw_detr on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/lw_detr/model.int8.onnx: This is an invalid model [model-specs/evidence/lw_detr.yaml]"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
 }
 /// lw_detr on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated vision::lw_detr::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: lw_detr on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row [model-specs/evidence/lw_detr.yaml]"
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
+        "known issue: lw_detr on openvino with openvino: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row [model-specs/evidence/lw_detr.yaml]"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8)
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: lw_detr on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output init_reference_points: cosine similarity … in its worst row [model-specs/evidence/lw_detr.yaml]"
+        : nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }

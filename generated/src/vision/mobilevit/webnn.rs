@@ -4,13 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated vision::mobilevit::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: mobilevit on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×72 on CPUExecutionProvider, Cast ×111 on CPUExecutionProvider, Concat ×3 on CPUExecutionProvider, Conv ×3 on… [model-specs/evidence/mobilevit.yaml]"
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, gate = gate_webnn : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: mobilevit on webnn with browser: fp16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×72 on CPUExecutionProvider, Cast ×111 on CPUExecutionProvider, Concat ×3 on CPUExecutionProvider, Conv ×3 on… [model-specs/evidence/mobilevit.yaml]"
+        : fp16_matches_reference = Precision(Precision::Fp16)
+    );
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "not tested here: mobilevit on webnn with browser: qdq8_matches_reference failed: the environment here (not tested here) (timeout): opening the model took longer than its limit of 60 s [model-specs/evidence/mobilevit.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
     );
 }

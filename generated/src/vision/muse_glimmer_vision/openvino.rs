@@ -4,45 +4,50 @@
 ///
 /// Select this cell with `cargo test -p generated vision::muse_glimmer_vision::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: muse_glimmer_vision on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/muse_glimmer_vision/model.onnx: Exception during initialization… [model-specs/evidence/muse_glimmer_vision.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: muse_glimmer_vision on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/muse_glimmer_vision/model.onnx: Exception during initialization… [model-specs/evidence/muse_glimmer_vision.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: muse_glimmer_vision on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/muse_glimmer_vision/model.onnx: Exception during initialization… [model-specs/evidence/muse_glimmer_vision.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: muse_glimmer_vision on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/muse_glimmer_vision/model.onnx: Exception during initialization… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
 }
 /// muse_glimmer_vision on openvino with OpenVINO runtime, device CPU: known-issue (muse_glimmer_vision on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/muse_glimmer_vision/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated vision::muse_glimmer_vision::openvino::ov::`.
 mod ov {
-    runtime::check_test!(
-        runs, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: muse_glimmer_vision on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/muse_glimmer_vision/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/muse_glimmer_vision.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: muse_glimmer_vision on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/muse_glimmer_vision/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/muse_glimmer_vision.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: muse_glimmer_vision on openvino with openvino: dynamic_shapes failed: the model with the standard tool (model-load): OpenVINO reading <fixtures>/muse_glimmer_vision/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/muse_glimmer_vision.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: muse_glimmer_vision on openvino with openvino: dynamic_shapes failed: the model with the standard tool (model-load): OpenVINO reading <fixtures>/muse_glimmer_vision/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: muse_glimmer_vision on openvino with openvino: dynamic_shapes failed: the model with the standard tool (model-load): OpenVINO reading <fixtures>/muse_glimmer_vision/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }

@@ -4,20 +4,14 @@
 ///
 /// Select this cell with `cargo test -p generated vision::pixtral::webnn::browser::`.
 mod browser {
-    runtime::check_test!(runs, super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBNN_BROWSER, gate = gate_webnn
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, gate = gate_webnn : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: pixtral on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/pixtral.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: pixtral on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/pixtral.yaml]"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: pixtral on webnn with browser: dynamic_shapes failed: the model with the standard tool (model-load): onnxruntime-web (webnn) opening the model: Can't create a session [model-specs/evidence/pixtral.yaml]"
+        : dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16), qdq8_matches_reference = Precision(Precision::Qdq8)
     );
 }

@@ -4,13 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated vision::sam3_tracker_video::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: sam3_tracker_video on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (export-failed): the exporter could not make the qdq8 model: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from <tmp>/augmented_model.onnx failed:This is… [model-specs/evidence/sam3_tracker_video.yaml]"
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
+        "known issue: sam3_tracker_video on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (export-failed): the exporter could not make the qdq8 model: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from <tmp>/augmented_model.onnx failed:This is… [model-specs/evidence/sam3_tracker_video.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
+    );
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "not tested here: sam3_tracker_video on qnn with onnxruntime: fp16_matches_reference failed: the environment here (not tested here) (engine-exited): the check's own process was killed by signal 6 (SIGABRT) during the check, inside onnxruntime, QNNExecutionProvider (backend_type=htp… [model-specs/evidence/sam3_tracker_video.yaml]"
+        : fp16_matches_reference = Precision(Precision::Fp16)
     );
 }

@@ -4,21 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated vision::sam3_vision_model::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: sam3_vision_model on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam3_vision_model.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: sam3_vision_model on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam3_vision_model.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(dynamic_shapes, super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: sam3_vision_model on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam3_vision_model.yaml] (the store also holds runs)"
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: sam3_vision_model on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/sam3_vision_model/model.onnx: Failed to finalize QNN graph [model-specs/evidence/sam3_vision_model.yaml] (the store also holds runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
 }

@@ -4,13 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated vision::sapiens2::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "not tested here: sapiens2 on qnn with onnxruntime: qdq8_matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/sapiens2.yaml]"
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
+        "not tested here: sapiens2 on qnn with onnxruntime: qdq8_matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/sapiens2.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
+    );
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "not tested here: sapiens2 on qnn with onnxruntime: fp16_matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/sapiens2.yaml]"
+        : fp16_matches_reference = Precision(Precision::Fp16)
     );
 }

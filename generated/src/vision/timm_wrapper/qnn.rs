@@ -4,11 +4,9 @@
 ///
 /// Select this cell with `cargo test -p generated vision::timm_wrapper::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, gate = gate_qnn
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes, qdq8_matches_reference =
+        Precision(Precision::Qdq8), fp16_matches_reference = Precision(Precision::Fp16)
     );
 }

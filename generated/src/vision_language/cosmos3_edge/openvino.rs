@@ -4,40 +4,44 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::cosmos3_edge::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, gate = gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: cosmos3_edge on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32) [model-specs/evidence/cosmos3_edge.yaml]"
+        : dynamic_shapes = DynamicShapes, int8_matches_reference =
+        Precision(Precision::Int8)
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: cosmos3_edge on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32) [model-specs/evidence/cosmos3_edge.yaml]"
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, gate = gate_openvino : generates = Generates
     );
-    runtime::generation_test!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
 }
 /// cosmos3_edge on openvino with OpenVINO runtime, device CPU: known-issue (cosmos3_edge on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 292 of 384 elements outside abs … + rel … [model-specs/evidence/cosmos3_edge.yaml]).
 ///
 /// Select this cell with `cargo test -p generated vision_language::cosmos3_edge::openvino::ov::`.
 mod ov {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: cosmos3_edge on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 292 of 384 elements outside abs … + rel … [model-specs/evidence/cosmos3_edge.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: cosmos3_edge on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32) [model-specs/evidence/cosmos3_edge.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: cosmos3_edge on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32) [model-specs/evidence/cosmos3_edge.yaml] (the store also holds matches_reference)"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: cosmos3_edge on openvino with openvino: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32) [model-specs/evidence/cosmos3_edge.yaml] (the store also holds matches_reference)"
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : generates = Generates
     );
-    runtime::generation_test!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
 }

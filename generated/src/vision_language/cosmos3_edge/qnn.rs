@@ -4,25 +4,28 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::cosmos3_edge::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: cosmos3_edge on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Expand ×3 on CPUExecutionProvider, NonZero ×2 on… [model-specs/evidence/cosmos3_edge.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: cosmos3_edge on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Expand ×3 on CPUExecutionProvider, NonZero ×2 on… [model-specs/evidence/cosmos3_edge.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: cosmos3_edge on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/cosmos3_edge.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: cosmos3_edge on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/cosmos3_edge.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: cosmos3_edge on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/cosmos3_edge.yaml] (the store also holds matches_reference, runs)"
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : generates = Generates
     );
-    runtime::generation_test!(super::super::cells::QNN_ONNX, gate = gate_qnn);
 }

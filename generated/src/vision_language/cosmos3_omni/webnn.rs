@@ -4,28 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::cosmos3_omni::webnn::browser::`.
 mod browser {
-    runtime::check_test!(
-        runs, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: cosmos3_omni on webnn with browser: runs failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/cosmos3_omni.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: cosmos3_omni on webnn with browser: matches_reference failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/cosmos3_omni.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: cosmos3_omni on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/cosmos3_omni.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: cosmos3_omni on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/cosmos3_omni.yaml] (the store also holds matches_reference, runs)"
+        : fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
+        Precision(Precision::Qdq8)
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: cosmos3_omni on webnn with browser: dynamic_shapes failed: the engine or its provider (model-load): component language: onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder': [node_slice_9] For dimension (2): the stride (3)… [model-specs/evidence/cosmos3_omni.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: cosmos3_omni on webnn with browser: generates failed: the engine or its provider (model-load): step 0 (decoder): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder'… [model-specs/evidence/cosmos3_omni.yaml]"
+        : generates = Generates
     );
 }

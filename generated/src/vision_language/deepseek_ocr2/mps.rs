@@ -4,15 +4,18 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::deepseek_ocr2::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::MPS_ONNX, gate = gate_mps);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, gate = gate_mps
+    runtime::checks!(
+        super::super::cells::MPS_ONNX, gate = gate_mps : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16), generates = Generates
     );
-    runtime::generation_test!(super::super::cells::MPS_ONNX, gate = gate_mps);
 }
 /// deepseek_ocr2 on mps with libtorch, device mps: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::deepseek_ocr2::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::MPS_TORCH, gate = gate_mps_torch);
+    runtime::checks!(
+        super::super::cells::MPS_TORCH, gate = gate_mps_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

@@ -4,31 +4,34 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::diffusion_gemma::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, gate =
-        gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        int8_matches_reference = Precision(Precision::Int8)
     );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): TypeError: torch.finfo() requires a floating point input type [model-specs/evidence/diffusion_gemma.yaml]"
+        : generates = Generates
     );
 }
 /// diffusion_gemma on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::diffusion_gemma::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        nncf_int8_matches_reference = Precision(Precision::NncfInt8)
     );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: diffusion_gemma on openvino with openvino: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/diffusion_gemma.yaml]"
+        : nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_OV, ignore =
         "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): TypeError: torch.finfo() requires a floating point input type [model-specs/evidence/diffusion_gemma.yaml]"
+        : generates = Generates
     );
 }

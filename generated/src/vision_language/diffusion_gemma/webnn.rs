@@ -4,28 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::diffusion_gemma::webnn::browser::`.
 mod browser {
-    runtime::check_test!(
-        runs, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: diffusion_gemma on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128… [model-specs/evidence/diffusion_gemma.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: diffusion_gemma on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128… [model-specs/evidence/diffusion_gemma.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: diffusion_gemma on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128… [model-specs/evidence/diffusion_gemma.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: diffusion_gemma on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128… [model-specs/evidence/diffusion_gemma.yaml] (the store also holds matches_reference, runs)"
+        : fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
+        Precision(Precision::Qdq8)
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: diffusion_gemma on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×32 on CPUExecutionProvider, Gather ×32 on CPUExecutionProvider, MatMul ×32 on CPUExecutionProvider, Mul ×128… [model-specs/evidence/diffusion_gemma.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): TypeError: torch.finfo() requires a floating point input type [model-specs/evidence/diffusion_gemma.yaml]"
+        : generates = Generates
     );
 }

@@ -4,34 +4,29 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::ernie4_5_vl_moe::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, int8_matches_reference = Precision(Precision::Int8),
+        int8_avx2_matches_reference = Precision(Precision::Int8Avx2),
+        q4_matches_reference = Precision(Precision::Q4)
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : generates = Generates
     );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
-    );
-    runtime::generation_test!(super::super::cells::CPU_ONNX, gate = gate_cpu);
 }
 /// ernie4_5_vl_moe on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::ernie4_5_vl_moe::cpu::torch::`.
 mod torch {
-    runtime::check_test!(runs, super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
-    runtime::check_test!(
-        matches_reference, super::super::cells::CPU_TORCH, gate = gate_cpu_torch
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, gate = gate_cpu_torch : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, ignore =
         "known issue: ernie4_5_vl_moe on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (run-failed): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter [model-specs/evidence/ernie4_5_vl_moe.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
 }

@@ -4,20 +4,16 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::ernie4_5_vl_moe::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, qdq8_matches_reference = Precision(Precision::Qdq8),
+        fp16_matches_reference = Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "known issue: ernie4_5_vl_moe on qnn with onnxruntime: generates failed: the engine or its provider (model-load): step 0 (decoder): cannot load <fixtures>/generation/ernie4_5_vl_moe/decoder.onnx: Failed to finalize QNN graph [model-specs/evidence/ernie4_5_vl_moe.yaml]"
+        : generates = Generates
     );
 }

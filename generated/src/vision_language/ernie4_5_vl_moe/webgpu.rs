@@ -4,93 +4,62 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::ernie4_5_vl_moe::webgpu::browser::`.
 mod browser {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
+        Precision(Precision::Q4f16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
-        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : generates = Generates
     );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
-        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
-        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
-    );
-    runtime::generation_test!(super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu);
 }
 /// ernie4_5_vl_moe on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]).
 ///
 /// Select this cell with `cargo test -p generated vision_language::ernie4_5_vl_moe::webgpu::native::`.
 mod native {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
+        Precision(Precision::Q4f16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, ignore =
-        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : generates = Generates
     );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
-        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
-        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
-    );
-    runtime::generation_test!(super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
 }
 /// ernie4_5_vl_moe on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]).
 ///
 /// Select this cell with `cargo test -p generated vision_language::ernie4_5_vl_moe::webgpu::firefox::`.
 mod firefox {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
+        Precision(Precision::Q4f16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, ignore =
-        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, ignore =
-        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, ignore =
-        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
-    );
-    runtime::generation_test!(
-        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox
+    runtime::checks!(
+        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox : generates =
+        Generates
     );
 }
 /// ernie4_5_vl_moe's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated vision_language::ernie4_5_vl_moe::webgpu::wgpu::`.
 mod wgpu {
-    runtime::quantization_test!(
-        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, ignore =
         "known issue: ernie4_5_vl_moe has no fixture to take weights from: exporting: the Python worker died (signal: 8 (SIGFPE))"
-    );
-    runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, ignore =
-        "known issue: ernie4_5_vl_moe has no fixture to take weights from: exporting: the Python worker died (signal: 8 (SIGFPE))"
-    );
-    runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, ignore =
-        "known issue: ernie4_5_vl_moe has no fixture to take weights from: exporting: the Python worker died (signal: 8 (SIGFPE))"
-    );
-    runtime::quantization_test!(
-        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
-        ignore =
-        "known issue: ernie4_5_vl_moe has no fixture to take weights from: exporting: the Python worker died (signal: 8 (SIGFPE))"
-    );
-    runtime::quantization_test!(
-        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, ignore =
-        "known issue: ernie4_5_vl_moe has no fixture to take weights from: exporting: the Python worker died (signal: 8 (SIGFPE))"
+        : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
+        Quantization(QuantScheme::Int8), int4_quantization =
+        Quantization(QuantScheme::Int4), int4_mixed_quantization =
+        Quantization(QuantScheme::Int4Mixed), int2_quantization =
+        Quantization(QuantScheme::Int2)
     );
 }

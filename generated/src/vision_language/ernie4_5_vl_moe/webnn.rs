@@ -4,20 +4,16 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::ernie4_5_vl_moe::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        qdq8_matches_reference = Precision(Precision::Qdq8)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: ernie4_5_vl_moe on webnn with browser: generates failed: the engine or its provider (model-load): step 0 (decoder): onnxruntime-web (webnn) opening the model: creating the session never settled: onnxruntime-web left a promise rejected and unhandled… [model-specs/evidence/ernie4_5_vl_moe.yaml]"
+        : generates = Generates
     );
 }

@@ -4,39 +4,47 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::glm4v_moe::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: glm4v_moe on openvino with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model [model-specs/evidence/glm4v_moe.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: glm4v_moe on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model [model-specs/evidence/glm4v_moe.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: glm4v_moe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model [model-specs/evidence/glm4v_moe.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: glm4v_moe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/glm4v_moe/language/model.onnx: This is an invalid model [model-specs/evidence/glm4v_moe.yaml] (the store also holds matches_reference, runs)"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: glm4v_moe on openvino with onnxruntime: generates failed: the engine or its provider (model-load): step 0 (decoder): cannot load <fixtures>/generation/glm4v_moe/decoder.onnx: This is an invalid model [model-specs/evidence/glm4v_moe.yaml]"
+        : generates = Generates
     );
 }
 /// glm4v_moe on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::glm4v_moe::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        nncf_int8_matches_reference = Precision(Precision::NncfInt8)
     );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "unsupported: glm4v_moe on openvino with openvino: nncf_int4_matches_reference does not apply (does-not-apply): component embed: NNCF could not make the nncf_int4 model: NNCF compressed no weight to int4 ({'int4': 0, 'int8': 1, 'int4_group_sizes': []}) [model-specs/evidence/glm4v_moe.yaml]"
+        : nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
-    runtime::generation_test!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : generates = Generates
+    );
 }

@@ -4,22 +4,24 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::glm5_next::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_ONNX, ignore =
         "known issue: glm5_next's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH… [model-specs/evidence/glm5_next.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
-        "known issue: glm5_next's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH… [model-specs/evidence/glm5_next.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::MPS_ONNX, ignore =
         "known issue: glm5_next's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::copy' to ONNX opset version 17 is not supported [model-specs/evidence/glm5_next.yaml]"
+        : generates = Generates
     );
 }
 /// glm5_next on mps with libtorch, device mps: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::glm5_next::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::MPS_TORCH, gate = gate_mps_torch);
+    runtime::checks!(
+        super::super::cells::MPS_TORCH, gate = gate_mps_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

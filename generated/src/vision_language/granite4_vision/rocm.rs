@@ -4,18 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::granite4_vision::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::ROCM_ONNX, gate = gate_rocm);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, gate = gate_rocm
+    runtime::checks!(
+        super::super::cells::ROCM_ONNX, gate = gate_rocm : runs = Runs, matches_reference
+        = MatchesReference, dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::ROCM_ONNX, ignore =
         "not tested here: granite4_vision's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`) [model-specs/evidence/granite4_vision.yaml]"
+        : generates = Generates
     );
 }
 /// granite4_vision on rocm with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::granite4_vision::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::ROCM_TORCH, gate = gate_rocm_torch);
+    runtime::checks!(
+        super::super::cells::ROCM_TORCH, gate = gate_rocm_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

@@ -4,28 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::granite4_vision::webnn::browser::`.
 mod browser {
-    runtime::check_test!(
-        runs, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: granite4_vision on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×5 on CPUExecutionProvider, GatherND ×5 on CPUExecutionProvider, ScatterND ×5 on CPUExecutionProvider, Slice… [model-specs/evidence/granite4_vision.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: granite4_vision on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×5 on CPUExecutionProvider, GatherND ×5 on CPUExecutionProvider, ScatterND ×5 on CPUExecutionProvider, Slice… [model-specs/evidence/granite4_vision.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: granite4_vision on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×5 on CPUExecutionProvider, GatherND ×5 on CPUExecutionProvider, ScatterND ×5 on CPUExecutionProvider, Slice… [model-specs/evidence/granite4_vision.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: granite4_vision on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×5 on CPUExecutionProvider, GatherND ×5 on CPUExecutionProvider, ScatterND ×5 on CPUExecutionProvider, Slice… [model-specs/evidence/granite4_vision.yaml] (the store also holds matches_reference, runs)"
+        : fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
+        Precision(Precision::Qdq8)
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: granite4_vision on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Add ×5 on CPUExecutionProvider, GatherND ×5 on CPUExecutionProvider, ScatterND ×5 on CPUExecutionProvider, Slice… [model-specs/evidence/granite4_vision.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "not tested here: granite4_vision's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`) [model-specs/evidence/granite4_vision.yaml]"
+        : generates = Generates
     );
 }

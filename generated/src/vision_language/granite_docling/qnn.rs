@@ -4,25 +4,28 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::granite_docling::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: granite_docling on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/granite_docling/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granite_docling.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: granite_docling on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/granite_docling/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granite_docling.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: granite_docling on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/granite_docling/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granite_docling.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: granite_docling on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/granite_docling/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granite_docling.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: granite_docling on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/granite_docling/model.onnx: Failed to finalize QNN graph [model-specs/evidence/granite_docling.yaml] (the store also holds matches_reference, runs)"
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : generates = Generates
     );
-    runtime::generation_test!(super::super::cells::QNN_ONNX, gate = gate_qnn);
 }

@@ -4,13 +4,17 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::hunyuan_vl::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::QNN_ONNX, gate = gate_qnn);
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: hunyuan_vl on qnn with onnxruntime: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): component language: output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/hunyuan_vl.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, gate = gate_qnn
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, gate = gate_qnn : fp16_matches_reference =
+        Precision(Precision::Fp16), generates = Generates
     );
-    runtime::generation_test!(super::super::cells::QNN_ONNX, gate = gate_qnn);
 }

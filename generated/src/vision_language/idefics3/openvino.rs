@@ -4,25 +4,28 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::idefics3::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: idefics3 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/idefics3.yaml]"
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
     );
-    runtime::generation_test!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
+        "known issue: idefics3 on openvino with onnxruntime: int8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: ConvInteger ×1 on CPUExecutionProvider, NonZero ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/idefics3.yaml]"
+        : int8_matches_reference = Precision(Precision::Int8)
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, gate = gate_openvino : generates = Generates
+    );
 }
 /// idefics3 on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::idefics3::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4), generates =
+        Generates
     );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, gate =
-        gate_openvino
-    );
-    runtime::generation_test!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
 }

@@ -4,28 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::idefics3::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: idefics3 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/idefics3/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/idefics3.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: idefics3 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/idefics3/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/idefics3.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: idefics3 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/idefics3/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/idefics3.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: idefics3 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/idefics3/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/idefics3.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: idefics3 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/idefics3/model.onnx: Dynamic shape is not supported yet, for input: convert_element_type_default_5 [model-specs/evidence/idefics3.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "known issue: idefics3 on qnn with onnxruntime: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 413 of 2048 logits outside abs … + rel… [model-specs/evidence/idefics3.yaml]"
+        : generates = Generates
     );
 }

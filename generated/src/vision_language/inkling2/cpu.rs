@@ -4,37 +4,31 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::inkling2::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "known issue: inkling2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible [model-specs/evidence/inkling2.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, int8_matches_reference = Precision(Precision::Int8),
+        int8_avx2_matches_reference = Precision(Precision::Int8Avx2),
+        q4_matches_reference = Precision(Precision::Q4)
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: inkling2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible [model-specs/evidence/inkling2.yaml]"
-    );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: inkling2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible [model-specs/evidence/inkling2.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: inkling2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible [model-specs/evidence/inkling2.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "known issue: inkling2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: The size of tensor a (7) must match the size of tensor b (1024) at non-singleton dimension 3 [model-specs/evidence/inkling2.yaml]"
+        : generates = Generates
     );
 }
 /// inkling2 on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::inkling2::cpu::torch::`.
 mod torch {
-    runtime::check_test!(runs, super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
-    runtime::check_test!(
-        matches_reference, super::super::cells::CPU_TORCH, gate = gate_cpu_torch
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, gate = gate_cpu_torch : runs = Runs,
+        matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::CPU_TORCH, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, ignore =
         "known issue: inkling2 on cpu with libtorch: dynamic_shapes failed: the model with the standard tool (run-failed): libtorch fails running model.pt: Internal torch error: The following operation failed in the TorchScript interpreter [model-specs/evidence/inkling2.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
 }

@@ -4,47 +4,56 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::kimi_k25::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: kimi_k25 on openvino with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_k25/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/kimi_k25.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: kimi_k25 on openvino with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/kimi_k25/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/kimi_k25.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: kimi_k25 on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/kimi_k25/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/kimi_k25.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: kimi_k25 on openvino with onnxruntime: dynamic_shapes failed: the model with the standard tool (model-load): cannot load <fixtures>/kimi_k25/model.onnx: Exception during initialization: /onnxruntime/onnxruntime/core/providers/openvino/backends/basic_backend.cc:136… [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
-    runtime::generation_test!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, gate = gate_openvino : generates = Generates
+    );
 }
 /// kimi_k25 on openvino with OpenVINO runtime, device CPU: known-issue (kimi_k25 on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/kimi_k25/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/kimi_k25.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated vision_language::kimi_k25::openvino::ov::`.
 mod ov {
-    runtime::check_test!(
-        runs, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: kimi_k25 on openvino with openvino: runs failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/kimi_k25/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/kimi_k25.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: kimi_k25 on openvino with openvino: matches_reference failed: the engine or its provider (model-load): OpenVINO reading <fixtures>/kimi_k25/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/kimi_k25.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: kimi_k25 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (model-load): OpenVINO reading <fixtures>/kimi_k25/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/kimi_k25.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: kimi_k25 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (model-load): OpenVINO reading <fixtures>/kimi_k25/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: kimi_k25 on openvino with openvino: dynamic_shapes failed: the model with the standard tool (model-load): OpenVINO reading <fixtures>/kimi_k25/model.onnx: general error: Exception from src/inference/src/cpp/core.cpp:84 [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)"
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : generates = Generates
     );
-    runtime::generation_test!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
 }

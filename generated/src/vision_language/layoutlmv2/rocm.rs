@@ -4,21 +4,21 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::layoutlmv2::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::ROCM_ONNX, ignore =
         "not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or rocm): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
-        "not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or rocm): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
 }
 /// layoutlmv2 on rocm with libtorch, device cuda: not-tested (not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or rocm): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment).
 ///
 /// Select this cell with `cargo test -p generated vision_language::layoutlmv2::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::ROCM_TORCH, ignore =
         "not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or rocm): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes
     );
 }

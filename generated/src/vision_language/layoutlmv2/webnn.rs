@@ -4,16 +4,11 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::layoutlmv2::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or webnn): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or webnn): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or webnn): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        qdq8_matches_reference = Precision(Precision::Qdq8)
     );
 }

@@ -4,23 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::lfm2_vl::cuda::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CUDA_ONNX, ignore =
         "known issue: lfm2_vl's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bilinear2d_aa' to ONNX opset version 17 is not… [model-specs/evidence/lfm2_vl.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        q4_matches_reference = Precision(Precision::Q4)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
-        "known issue: lfm2_vl's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bilinear2d_aa' to ONNX opset version 17 is not… [model-specs/evidence/lfm2_vl.yaml]"
+    runtime::checks!(
+        super::super::cells::CUDA_ONNX, gate = gate_cuda : generates = Generates
     );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
-        "known issue: lfm2_vl's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bilinear2d_aa' to ONNX opset version 17 is not… [model-specs/evidence/lfm2_vl.yaml]"
-    );
-    runtime::generation_test!(super::super::cells::CUDA_ONNX, gate = gate_cuda);
 }
 /// lfm2_vl on cuda with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::lfm2_vl::cuda::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::CUDA_TORCH, gate = gate_cuda_torch);
+    runtime::checks!(
+        super::super::cells::CUDA_TORCH, gate = gate_cuda_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

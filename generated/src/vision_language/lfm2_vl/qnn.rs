@@ -4,20 +4,16 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::lfm2_vl::qnn::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "known issue: lfm2_vl's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bilinear2d_aa' to ONNX opset version 17 is not… [model-specs/evidence/lfm2_vl.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, qdq8_matches_reference = Precision(Precision::Qdq8),
+        fp16_matches_reference = Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
-        "known issue: lfm2_vl's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bilinear2d_aa' to ONNX opset version 17 is not… [model-specs/evidence/lfm2_vl.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: lfm2_vl's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bilinear2d_aa' to ONNX opset version 17 is not… [model-specs/evidence/lfm2_vl.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "known issue: lfm2_vl on qnn with onnxruntime: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 1 of 8 (a decode step with the cache: past length 6): logits: 1 of 2048 logits outside abs … + rel 0, 0… [model-specs/evidence/lfm2_vl.yaml]"
+        : generates = Generates
     );
 }

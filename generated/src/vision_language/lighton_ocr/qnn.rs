@@ -4,28 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::lighton_ocr::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: lighton_ocr on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/lighton_ocr.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: lighton_ocr on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/lighton_ocr.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: lighton_ocr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/lighton_ocr.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: lighton_ocr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/lighton_ocr.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: lighton_ocr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Gather ×1 on CPUExecutionProvider, NonZero ×1 on CPUExecutionProvider, Reshape ×1 on CPUExecutionProvider… [model-specs/evidence/lighton_ocr.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "known issue: lighton_ocr on qnn with onnxruntime: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 204 of 2048 logits outside abs … + rel… [model-specs/evidence/lighton_ocr.yaml]"
+        : generates = Generates
     );
 }

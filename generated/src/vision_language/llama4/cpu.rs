@@ -4,27 +4,37 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::llama4::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::CPU_ONNX, gate = gate_cpu);
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : runs = Runs, matches_reference =
+        MatchesReference, dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
         "known issue: llama4 on cpu with onnxruntime: int8_matches_reference failed: the model with the standard tool (export-failed): component language: the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0… [model-specs/evidence/llama4.yaml]"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
         "known issue: llama4 on cpu with onnxruntime: int8_avx2_matches_reference failed: the model with the standard tool (export-failed): component language: the exporter could not make the int8_avx2 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in… [model-specs/evidence/llama4.yaml]"
+        : int8_avx2_matches_reference = Precision(Precision::Int8Avx2)
     );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
         "unsupported: llama4 on cpu with onnxruntime: q4_matches_reference does not apply (does-not-apply): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D… [model-specs/evidence/llama4.yaml]"
+        : q4_matches_reference = Precision(Precision::Q4)
     );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "known issue: llama4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported [model-specs/evidence/llama4.yaml]"
+        : generates = Generates
     );
 }
 /// llama4 on cpu with libtorch, device cpu: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::llama4::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::CPU_TORCH, gate = gate_cpu_torch);
+    runtime::checks!(
+        super::super::cells::CPU_TORCH, gate = gate_cpu_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

@@ -4,18 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::llama4::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(super::super::cells::ROCM_ONNX, gate = gate_rocm);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, gate = gate_rocm
+    runtime::checks!(
+        super::super::cells::ROCM_ONNX, gate = gate_rocm : runs = Runs, matches_reference
+        = MatchesReference, dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::ROCM_ONNX, ignore =
         "known issue: llama4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported [model-specs/evidence/llama4.yaml]"
+        : generates = Generates
     );
 }
 /// llama4 on rocm with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::llama4::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::ROCM_TORCH, gate = gate_rocm_torch);
+    runtime::checks!(
+        super::super::cells::ROCM_TORCH, gate = gate_rocm_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

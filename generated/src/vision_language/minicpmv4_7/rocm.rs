@@ -4,19 +4,22 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::minicpmv4_7::rocm::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::ROCM_ONNX, ignore =
         "known issue: minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not… [model-specs/evidence/minicpmv4_7.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::ROCM_ONNX, Fp16, ignore =
-        "known issue: minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not… [model-specs/evidence/minicpmv4_7.yaml]"
+    runtime::checks!(
+        super::super::cells::ROCM_ONNX, gate = gate_rocm : generates = Generates
     );
-    runtime::generation_test!(super::super::cells::ROCM_ONNX, gate = gate_rocm);
 }
 /// minicpmv4_7 on rocm with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::minicpmv4_7::rocm::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::ROCM_TORCH, gate = gate_rocm_torch);
+    runtime::checks!(
+        super::super::cells::ROCM_TORCH, gate = gate_rocm_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

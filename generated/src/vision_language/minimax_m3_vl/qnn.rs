@@ -4,28 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::minimax_m3_vl::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: minimax_m3_vl on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/minimax_m3_vl/model.onnx: Failed to compose Qnn graph [model-specs/evidence/minimax_m3_vl.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: minimax_m3_vl on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/minimax_m3_vl/model.onnx: Failed to compose Qnn graph [model-specs/evidence/minimax_m3_vl.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: minimax_m3_vl on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/minimax_m3_vl/model.onnx: Failed to compose Qnn graph [model-specs/evidence/minimax_m3_vl.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: minimax_m3_vl on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/minimax_m3_vl/model.onnx: Failed to compose Qnn graph [model-specs/evidence/minimax_m3_vl.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: minimax_m3_vl on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/minimax_m3_vl/model.onnx: Failed to compose Qnn graph [model-specs/evidence/minimax_m3_vl.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "known issue: minimax_m3_vl on qnn with onnxruntime: generates failed: the engine or its provider (run-failed): step 0 (decoder): ONNX Runtime run failed: Non-zero status code returned while running QNNExecutionProvider_17443121534085120293_4 node [model-specs/evidence/minimax_m3_vl.yaml]"
+        : generates = Generates
     );
 }

@@ -4,25 +4,28 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::muse_glimmer::webnn::browser::`.
 mod browser {
-    runtime::check_test!(
-        runs, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: muse_glimmer on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Div ×2 on… [model-specs/evidence/muse_glimmer.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: muse_glimmer on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Div ×2 on… [model-specs/evidence/muse_glimmer.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: muse_glimmer on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Div ×2 on… [model-specs/evidence/muse_glimmer.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: muse_glimmer on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Div ×2 on… [model-specs/evidence/muse_glimmer.yaml] (the store also holds matches_reference, runs)"
+        : fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
+        Precision(Precision::Qdq8)
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: muse_glimmer on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Abs ×2 on CPUExecutionProvider, Add ×3 on CPUExecutionProvider, Clip ×2 on CPUExecutionProvider, Div ×2 on… [model-specs/evidence/muse_glimmer.yaml] (the store also holds matches_reference, runs)"
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, gate = gate_webnn : generates = Generates
     );
-    runtime::generation_test!(super::super::cells::WEBNN_BROWSER, gate = gate_webnn);
 }

@@ -4,29 +4,22 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::phi4_multimodal::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: phi4_multimodal's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH… [model-specs/evidence/phi4_multimodal.yaml]"
-    );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: phi4_multimodal's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH… [model-specs/evidence/phi4_multimodal.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, int8_matches_reference = Precision(Precision::Int8)
     );
 }
 /// phi4_multimodal on openvino with OpenVINO runtime, device CPU: known-issue (phi4_multimodal's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH… [model-specs/evidence/phi4_multimodal.yaml]).
 ///
 /// Select this cell with `cargo test -p generated vision_language::phi4_multimodal::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: phi4_multimodal's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH… [model-specs/evidence/phi4_multimodal.yaml]"
-    );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: phi4_multimodal's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH… [model-specs/evidence/phi4_multimodal.yaml]"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: phi4_multimodal's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH… [model-specs/evidence/phi4_multimodal.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }

@@ -4,16 +4,11 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::phi4_multimodal::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: phi4_multimodal's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH… [model-specs/evidence/phi4_multimodal.yaml]"
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: phi4_multimodal's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH… [model-specs/evidence/phi4_multimodal.yaml]"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: phi4_multimodal's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH… [model-specs/evidence/phi4_multimodal.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        qdq8_matches_reference = Precision(Precision::Qdq8)
     );
 }

@@ -4,28 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen2_5_omni_thinker::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: qwen2_5_omni_thinker on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Expand ×3 on CPUExecutionProvider, NonZero ×2 on… [model-specs/evidence/qwen2_5_omni_thinker.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: qwen2_5_omni_thinker on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Add ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Expand ×3 on CPUExecutionProvider, NonZero ×2 on… [model-specs/evidence/qwen2_5_omni_thinker.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: qwen2_5_omni_thinker on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/qwen2_5_omni_thinker.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: qwen2_5_omni_thinker on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/qwen2_5_omni_thinker.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: qwen2_5_omni_thinker on qnn with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/qwen2_5_omni_thinker.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "known issue: qwen2_5_omni_thinker on qnn with onnxruntime: generates failed: the engine or its provider (out-of-tolerance): generation diverged from PyTorch's generate() at step 0 of 8 (the first step, without a cache: past length 0): logits: 203 of 2048 logits outside abs … + rel… [model-specs/evidence/qwen2_5_omni_thinker.yaml]"
+        : generates = Generates
     );
 }

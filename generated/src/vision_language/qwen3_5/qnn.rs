@@ -4,28 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen3_5::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: qwen3_5 on qnn with onnxruntime: runs failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: qwen3_5 on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: qwen3_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: qwen3_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: qwen3_5 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): component language: cannot load <fixtures>/qwen3_5/language/model.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "known issue: qwen3_5 on qnn with onnxruntime: generates failed: the engine or its provider (model-load): step 0 (decoder): cannot load <fixtures>/generation/qwen3_5/decoder.onnx: Failed to compose Qnn graph [model-specs/evidence/qwen3_5.yaml]"
+        : generates = Generates
     );
 }

@@ -4,85 +4,74 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen3_5::webgpu::browser::`.
 mod browser {
-    runtime::cell_tests!(super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_BROWSER, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
         "not tested here: qwen3_5 on webgpu with browser: fp16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): component embed: onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/qwen3_5.yaml]"
+        : fp16_matches_reference = Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
         "unsupported: qwen3_5 on webgpu with browser: q4_matches_reference does not apply (does-not-apply): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D… [model-specs/evidence/qwen3_5.yaml]"
+        : q4_matches_reference = Precision(Precision::Q4)
     );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_BROWSER, Q4f16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, ignore =
         "unsupported: qwen3_5 on webgpu with browser: q4f16_matches_reference does not apply (does-not-apply): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed) [model-specs/evidence/qwen3_5.yaml]"
+        : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
-    runtime::generation_test!(super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu);
+    runtime::checks!(
+        super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : generates = Generates
+    );
 }
 /// qwen3_5 on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen3_5::webgpu::native::`.
 mod native {
-    runtime::cell_tests!(super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_NATIVE, Fp16, gate =
-        gate_webgpu
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        fp16_matches_reference = Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
         "unsupported: qwen3_5 on webgpu with onnxruntime: q4_matches_reference does not apply (does-not-apply): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D… [model-specs/evidence/qwen3_5.yaml]"
+        : q4_matches_reference = Precision(Precision::Q4)
     );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_NATIVE, Q4f16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
         "unsupported: qwen3_5 on webgpu with onnxruntime: q4f16_matches_reference does not apply (does-not-apply): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed) [model-specs/evidence/qwen3_5.yaml]"
+        : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
-    runtime::generation_test!(super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu);
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : generates = Generates
+    );
 }
 /// qwen3_5 on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen3_5::webgpu::firefox::`.
 mod firefox {
-    runtime::cell_tests!(
-        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox
-    );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Fp16, gate =
-        gate_webgpu_firefox
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4, gate =
-        gate_webgpu_firefox
-    );
-    runtime::precision_test!(
-        q4f16_matches_reference, super::super::cells::WEBGPU_FIREFOX, Q4f16, gate =
-        gate_webgpu_firefox
-    );
-    runtime::generation_test!(
-        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox
+    runtime::checks!(
+        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
+        generates = Generates
     );
 }
 /// qwen3_5's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.
 ///
 /// Select these checks with `cargo test -p generated vision_language::qwen3_5::webgpu::wgpu::`.
 mod wgpu {
-    runtime::quantization_test!(
-        fp16_quantization, super::super::cells::WEBGPU_QUANTIZATION, Fp16, gate =
-        gate_webgpu_wgpu
-    );
-    runtime::quantization_test!(
-        int8_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int8, gate =
-        gate_webgpu_wgpu
-    );
-    runtime::quantization_test!(
-        int4_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4, gate =
-        gate_webgpu_wgpu
-    );
-    runtime::quantization_test!(
-        int4_mixed_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int4Mixed,
-        gate = gate_webgpu_wgpu
-    );
-    runtime::quantization_test!(
-        int2_quantization, super::super::cells::WEBGPU_QUANTIZATION, Int2, gate =
-        gate_webgpu_wgpu
+    runtime::checks!(
+        super::super::cells::WEBGPU_QUANTIZATION, gate = gate_webgpu_wgpu :
+        fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
+        Quantization(QuantScheme::Int8), int4_quantization =
+        Quantization(QuantScheme::Int4), int4_mixed_quantization =
+        Quantization(QuantScheme::Int4Mixed), int2_quantization =
+        Quantization(QuantScheme::Int2)
     );
 }

@@ -4,39 +4,47 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen3_5_moe::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: qwen3_5_moe on openvino with onnxruntime: runs failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_15 node [model-specs/evidence/qwen3_5_moe.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: qwen3_5_moe on openvino with onnxruntime: matches_reference failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_17 node [model-specs/evidence/qwen3_5_moe.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: qwen3_5_moe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_15 node [model-specs/evidence/qwen3_5_moe.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: qwen3_5_moe on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running OpenVINO-EP-subgraph_15 node [model-specs/evidence/qwen3_5_moe.yaml] (the store also holds matches_reference, runs)"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: qwen3_5_moe on openvino with onnxruntime: generates failed: the engine or its provider (provider-fallback): not every node ran on OpenVINOExecutionProvider: Mod ×2 on CPUExecutionProvider, ScatterND ×4 on CPUExecutionProvider, TopK ×2 on CPUExecutionProvider… [model-specs/evidence/qwen3_5_moe.yaml]"
+        : generates = Generates
     );
 }
 /// qwen3_5_moe on openvino with OpenVINO runtime, device CPU: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen3_5_moe::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, gate =
-        gate_openvino
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        nncf_int8_matches_reference = Precision(Precision::NncfInt8)
     );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "unsupported: qwen3_5_moe on openvino with openvino: nncf_int4_matches_reference does not apply (does-not-apply): component embed: NNCF could not make the nncf_int4 model: NNCF compressed no weight to int4 ({'int4': 0, 'int8': 1, 'int4_group_sizes': []}) [model-specs/evidence/qwen3_5_moe.yaml]"
+        : nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
-    runtime::generation_test!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : generates = Generates
+    );
 }

@@ -4,23 +4,23 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen3_omni_moe_thinker::cuda::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CUDA_ONNX, ignore =
         "known issue: qwen3_omni_moe_thinker's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while… [model-specs/evidence/qwen3_omni_moe_thinker.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        q4_matches_reference = Precision(Precision::Q4)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::CUDA_ONNX, Fp16, ignore =
-        "known issue: qwen3_omni_moe_thinker's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while… [model-specs/evidence/qwen3_omni_moe_thinker.yaml]"
+    runtime::checks!(
+        super::super::cells::CUDA_ONNX, gate = gate_cuda : generates = Generates
     );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CUDA_ONNX, Q4, ignore =
-        "known issue: qwen3_omni_moe_thinker's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while… [model-specs/evidence/qwen3_omni_moe_thinker.yaml]"
-    );
-    runtime::generation_test!(super::super::cells::CUDA_ONNX, gate = gate_cuda);
 }
 /// qwen3_omni_moe_thinker on cuda with libtorch, device cuda: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen3_omni_moe_thinker::cuda::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::CUDA_TORCH, gate = gate_cuda_torch);
+    runtime::checks!(
+        super::super::cells::CUDA_TORCH, gate = gate_cuda_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

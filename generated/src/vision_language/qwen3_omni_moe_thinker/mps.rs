@@ -4,19 +4,22 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen3_omni_moe_thinker::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_ONNX, ignore =
         "known issue: qwen3_omni_moe_thinker's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while… [model-specs/evidence/qwen3_omni_moe_thinker.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
-        "known issue: qwen3_omni_moe_thinker's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while… [model-specs/evidence/qwen3_omni_moe_thinker.yaml]"
+    runtime::checks!(
+        super::super::cells::MPS_ONNX, gate = gate_mps : generates = Generates
     );
-    runtime::generation_test!(super::super::cells::MPS_ONNX, gate = gate_mps);
 }
 /// qwen3_omni_moe_thinker on mps with libtorch, device mps: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen3_omni_moe_thinker::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(super::super::cells::MPS_TORCH, gate = gate_mps_torch);
+    runtime::checks!(
+        super::super::cells::MPS_TORCH, gate = gate_mps_torch : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
 }

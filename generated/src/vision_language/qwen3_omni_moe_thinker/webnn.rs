@@ -4,20 +4,16 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen3_omni_moe_thinker::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: qwen3_omni_moe_thinker's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while… [model-specs/evidence/qwen3_omni_moe_thinker.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        qdq8_matches_reference = Precision(Precision::Qdq8)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: qwen3_omni_moe_thinker's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while… [model-specs/evidence/qwen3_omni_moe_thinker.yaml]"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: qwen3_omni_moe_thinker's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while… [model-specs/evidence/qwen3_omni_moe_thinker.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: qwen3_omni_moe_thinker on webnn with browser: generates failed: the engine or its provider (model-load): step 0 (decoder): onnxruntime-web (webnn) opening the model: Failed to execute 'slice' on 'MLGraphBuilder'… [model-specs/evidence/qwen3_omni_moe_thinker.yaml]"
+        : generates = Generates
     );
 }

@@ -4,33 +4,28 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen4_exp::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "known issue: qwen4_exp's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: component language (language_model): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at… [model-specs/evidence/qwen4_exp.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, int8_matches_reference = Precision(Precision::Int8),
+        int8_avx2_matches_reference = Precision(Precision::Int8Avx2),
+        q4_matches_reference = Precision(Precision::Q4)
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: qwen4_exp's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: component language (language_model): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at… [model-specs/evidence/qwen4_exp.yaml]"
-    );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: qwen4_exp's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: component language (language_model): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at… [model-specs/evidence/qwen4_exp.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: qwen4_exp's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: component language (language_model): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at… [model-specs/evidence/qwen4_exp.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "known issue: qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug… [model-specs/evidence/qwen4_exp.yaml]"
+        : generates = Generates
     );
 }
 /// qwen4_exp on cpu with libtorch, device cpu: known-issue (qwen4_exp's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: 0 INTERNAL ASSERT FAILED at "/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp":623, please report a bug… [model-specs/evidence/qwen4_exp.yaml]).
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen4_exp::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CPU_TORCH, ignore =
         "known issue: qwen4_exp's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug… [model-specs/evidence/qwen4_exp.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes
     );
 }

@@ -4,25 +4,26 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen4_exp::mps::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_ONNX, ignore =
         "known issue: qwen4_exp's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: component language (language_model): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at… [model-specs/evidence/qwen4_exp.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::MPS_ONNX, Fp16, ignore =
-        "known issue: qwen4_exp's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: component language (language_model): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at… [model-specs/evidence/qwen4_exp.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::MPS_ONNX, ignore =
         "known issue: qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug… [model-specs/evidence/qwen4_exp.yaml]"
+        : generates = Generates
     );
 }
 /// qwen4_exp on mps with libtorch, device mps: known-issue (qwen4_exp's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: 0 INTERNAL ASSERT FAILED at "/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp":623, please report a bug… [model-specs/evidence/qwen4_exp.yaml]).
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen4_exp::mps::torch::`.
 mod torch {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::MPS_TORCH, ignore =
         "known issue: qwen4_exp's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug… [model-specs/evidence/qwen4_exp.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes
     );
 }

@@ -4,37 +4,32 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen4_exp::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: qwen4_exp's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: component language (language_model): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at… [model-specs/evidence/qwen4_exp.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, int8_matches_reference = Precision(Precision::Int8)
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: qwen4_exp's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: component language (language_model): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at… [model-specs/evidence/qwen4_exp.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug… [model-specs/evidence/qwen4_exp.yaml]"
+        : generates = Generates
     );
 }
 /// qwen4_exp on openvino with OpenVINO runtime, device CPU: known-issue (qwen4_exp's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: component language (language_model): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at… [model-specs/evidence/qwen4_exp.yaml]).
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen4_exp::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: qwen4_exp's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: component language (language_model): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at… [model-specs/evidence/qwen4_exp.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: qwen4_exp's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: component language (language_model): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at… [model-specs/evidence/qwen4_exp.yaml]"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: qwen4_exp's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: component language (language_model): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at… [model-specs/evidence/qwen4_exp.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug… [model-specs/evidence/qwen4_exp.yaml]"
+        : generates = Generates
     );
 }

@@ -4,20 +4,16 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen4_exp::webnn::browser::`.
 mod browser {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: qwen4_exp's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: component language (language_model): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at… [model-specs/evidence/qwen4_exp.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
+        qdq8_matches_reference = Precision(Precision::Qdq8)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
-        "known issue: qwen4_exp's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: component language (language_model): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at… [model-specs/evidence/qwen4_exp.yaml]"
-    );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: qwen4_exp's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: component language (language_model): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at… [model-specs/evidence/qwen4_exp.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: qwen4_exp's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug… [model-specs/evidence/qwen4_exp.yaml]"
+        : generates = Generates
     );
 }

@@ -4,28 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::t5gemma2::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: t5gemma2 on qnn with onnxruntime: runs failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×2 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, NonZero ×3 on CPUExecutionProvider, Reshape… [model-specs/evidence/t5gemma2.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: t5gemma2 on qnn with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×2 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, NonZero ×3 on CPUExecutionProvider, Reshape… [model-specs/evidence/t5gemma2.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: t5gemma2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×2 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, NonZero ×3 on CPUExecutionProvider, Reshape… [model-specs/evidence/t5gemma2.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: t5gemma2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×2 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, NonZero ×3 on CPUExecutionProvider, Reshape… [model-specs/evidence/t5gemma2.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: t5gemma2 on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on QNNExecutionProvider: Expand ×2 on CPUExecutionProvider, GatherND ×2 on CPUExecutionProvider, NonZero ×3 on CPUExecutionProvider, Reshape… [model-specs/evidence/t5gemma2.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "not tested here: t5gemma2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: Expected size for first two dimensions of batch2 tensor to be: [8, 6] but got: [8, 1] [model-specs/evidence/t5gemma2.yaml]"
+        : generates = Generates
     );
 }

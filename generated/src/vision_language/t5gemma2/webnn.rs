@@ -4,28 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::t5gemma2::webnn::browser::`.
 mod browser {
-    runtime::check_test!(
-        runs, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: t5gemma2 on webnn with browser: runs failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×3 on CPUExecutionProvider… [model-specs/evidence/t5gemma2.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: t5gemma2 on webnn with browser: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×3 on CPUExecutionProvider… [model-specs/evidence/t5gemma2.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::WEBNN_BROWSER, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: t5gemma2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×3 on CPUExecutionProvider… [model-specs/evidence/t5gemma2.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::WEBNN_BROWSER, Fp16, ignore =
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
         "known issue: t5gemma2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×3 on CPUExecutionProvider… [model-specs/evidence/t5gemma2.yaml] (the store also holds matches_reference, runs)"
+        : fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
+        Precision(Precision::Qdq8)
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::WEBNN_BROWSER, Qdq8, ignore =
-        "known issue: t5gemma2 on webnn with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Expand ×2 on CPUExecutionProvider, Reshape ×2 on CPUExecutionProvider, ScatterND ×3 on CPUExecutionProvider… [model-specs/evidence/t5gemma2.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::WEBNN_BROWSER, ignore =
         "not tested here: t5gemma2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: Expected size for first two dimensions of batch2 tensor to be: [8, 6] but got: [8, 1] [model-specs/evidence/t5gemma2.yaml]"
+        : generates = Generates
     );
 }

@@ -4,33 +4,28 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::udop::cpu::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "known issue: udop's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please… [model-specs/evidence/udop.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, int8_matches_reference = Precision(Precision::Int8),
+        int8_avx2_matches_reference = Precision(Precision::Int8Avx2),
+        q4_matches_reference = Precision(Precision::Q4)
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::CPU_ONNX, Int8, ignore =
-        "known issue: udop's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please… [model-specs/evidence/udop.yaml]"
-    );
-    runtime::precision_test!(
-        int8_avx2_matches_reference, super::super::cells::CPU_ONNX, Int8Avx2, ignore =
-        "known issue: udop's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please… [model-specs/evidence/udop.yaml]"
-    );
-    runtime::precision_test!(
-        q4_matches_reference, super::super::cells::CPU_ONNX, Q4, ignore =
-        "known issue: udop's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please… [model-specs/evidence/udop.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id' [model-specs/evidence/udop.yaml]"
+        : generates = Generates
     );
 }
 /// udop on cpu with libtorch, device cpu: known-issue (udop's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: 0 INTERNAL ASSERT FAILED at "/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp":623, please report a bug… [model-specs/evidence/udop.yaml]).
 ///
 /// Select this cell with `cargo test -p generated vision_language::udop::cpu::torch::`.
 mod torch {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::CPU_TORCH, ignore =
         "known issue: udop's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please report a bug… [model-specs/evidence/udop.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes
     );
 }

@@ -4,37 +4,32 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::udop::openvino::onnx::`.
 mod onnx {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: udop's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please… [model-specs/evidence/udop.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, int8_matches_reference = Precision(Precision::Int8)
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
-        "known issue: udop's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please… [model-specs/evidence/udop.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_ONNX, ignore =
         "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id' [model-specs/evidence/udop.yaml]"
+        : generates = Generates
     );
 }
 /// udop on openvino with OpenVINO runtime, device CPU: known-issue (udop's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at "/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp":623, please… [model-specs/evidence/udop.yaml]).
 ///
 /// Select this cell with `cargo test -p generated vision_language::udop::openvino::ov::`.
 mod ov {
-    runtime::cell_tests!(
+    runtime::checks!(
         super::super::cells::OPENVINO_OV, ignore =
         "known issue: udop's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please… [model-specs/evidence/udop.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
-        "known issue: udop's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please… [model-specs/evidence/udop.yaml]"
-    );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: udop's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please… [model-specs/evidence/udop.yaml]"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::OPENVINO_OV, ignore =
         "not tested here: udop's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): AttributeError: 'UdopConfig' object has no attribute 'bos_token_id' [model-specs/evidence/udop.yaml]"
+        : generates = Generates
     );
 }

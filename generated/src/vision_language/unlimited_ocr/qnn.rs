@@ -4,28 +4,30 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::unlimited_ocr::qnn::onnx::`.
 mod onnx {
-    runtime::check_test!(
-        runs, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: unlimited_ocr on qnn with onnxruntime: runs failed: the engine or its provider (model-load): cannot load <fixtures>/unlimited_ocr/model.onnx: Failed to finalize QNN graph [model-specs/evidence/unlimited_ocr.yaml]"
+        : runs = Runs
     );
-    runtime::check_test!(
-        matches_reference, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: unlimited_ocr on qnn with onnxruntime: matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/unlimited_ocr/model.onnx: Failed to finalize QNN graph [model-specs/evidence/unlimited_ocr.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::QNN_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: unlimited_ocr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/unlimited_ocr/model.onnx: Failed to finalize QNN graph [model-specs/evidence/unlimited_ocr.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        qdq8_matches_reference, super::super::cells::QNN_ONNX, Qdq8, ignore =
+    runtime::checks!(
+        super::super::cells::QNN_ONNX, ignore =
         "known issue: unlimited_ocr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/unlimited_ocr/model.onnx: Failed to finalize QNN graph [model-specs/evidence/unlimited_ocr.yaml] (the store also holds matches_reference, runs)"
+        : qdq8_matches_reference = Precision(Precision::Qdq8), fp16_matches_reference =
+        Precision(Precision::Fp16)
     );
-    runtime::precision_test!(
-        fp16_matches_reference, super::super::cells::QNN_ONNX, Fp16, ignore =
-        "known issue: unlimited_ocr on qnn with onnxruntime: dynamic_shapes failed: the engine or its provider (model-load): cannot load <fixtures>/unlimited_ocr/model.onnx: Failed to finalize QNN graph [model-specs/evidence/unlimited_ocr.yaml] (the store also holds matches_reference, runs)"
-    );
-    runtime::generation_test!(
+    runtime::checks!(
         super::super::cells::QNN_ONNX, ignore =
         "not tested here: unlimited_ocr's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: a cache tensor of shape [0] becomes [2, 4, 1, 8] after one token: neither a cache that grows along one sequence axis nor a state of a fixed size [model-specs/evidence/unlimited_ocr.yaml]"
+        : generates = Generates
     );
 }

@@ -4,41 +4,52 @@
 ///
 /// Select this cell with `cargo test -p generated vision_language::video_llama_3::openvino::onnx::`.
 mod onnx {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, gate = gate_openvino : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: video_llama_3 on openvino with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 10 of 384 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_ONNX, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: video_llama_3 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 125 of 544 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        int8_matches_reference, super::super::cells::OPENVINO_ONNX, Int8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, ignore =
         "known issue: video_llama_3 on openvino with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 125 of 544 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml] (the store also holds matches_reference)"
+        : int8_matches_reference = Precision(Precision::Int8)
     );
-    runtime::generation_test!(super::super::cells::OPENVINO_ONNX, gate = gate_openvino);
+    runtime::checks!(
+        super::super::cells::OPENVINO_ONNX, gate = gate_openvino : generates = Generates
+    );
 }
 /// video_llama_3 on openvino with OpenVINO runtime, device CPU: known-issue (video_llama_3 on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 10 of 384 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml]).
 ///
 /// Select this cell with `cargo test -p generated vision_language::video_llama_3::openvino::ov::`.
 mod ov {
-    runtime::check_test!(runs, super::super::cells::OPENVINO_OV, gate = gate_openvino);
-    runtime::check_test!(
-        matches_reference, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: video_llama_3 on openvino with openvino: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 10 of 384 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml]"
+        : matches_reference = MatchesReference
     );
-    runtime::check_test!(
-        dynamic_shapes, super::super::cells::OPENVINO_OV, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: video_llama_3 on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 125 of 544 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml]"
+        : dynamic_shapes = DynamicShapes
     );
-    runtime::precision_test!(
-        nncf_int8_matches_reference, super::super::cells::OPENVINO_OV, NncfInt8, ignore =
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, ignore =
         "known issue: video_llama_3 on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 125 of 544 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml] (the store also holds matches_reference)"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
-    runtime::precision_test!(
-        nncf_int4_matches_reference, super::super::cells::OPENVINO_OV, NncfInt4, ignore =
-        "known issue: video_llama_3 on openvino with openvino: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 125 of 544 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml] (the store also holds matches_reference)"
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV, gate = gate_openvino : generates = Generates
     );
-    runtime::generation_test!(super::super::cells::OPENVINO_OV, gate = gate_openvino);
 }

@@ -1,7 +1,7 @@
 //! The test module of a model on a platform, rendered from
-//! templates/cell_tests.rs.tera: a module per engine with one
-//! `runtime::cell_tests!` invocation each, so the check names and their
-//! bodies live in the runtime only.
+//! templates/cell_tests.rs.tera: a module per engine with its checks as
+//! `runtime::checks!` invocations, so the tests' bodies live in the runtime
+//! only and every family of checks becomes a test the same way.
 
 use hwmatrix_cell::{CheckId, EngineKind, Planned, Platform};
 use tera::{Context, Tera};
@@ -38,22 +38,24 @@ pub fn render(
         .map_err(|e| format!("templates/cell_tests.rs.tera: {e:?}"))
 }
 
-/// What the template needs of one engine's cell.
+/// What the template needs of one engine's cell: its checks in the order its tests list
+/// them (the float32 checks, each precision format, `generates`), as `runtime::checks!`
+/// invocations: one per run of neighbours planned alike (gated, or ignored for one reason).
 fn engine_cell(cell: &CellPlan, hardware: &PlatformSpec) -> serde_json::Value {
     let kind = cell.engine.kind();
-    let ignore_always = ignore_reason;
-    let precision_checks: Vec<serde_json::Value> = cell
+    let float32 = CheckId::FLOAT32.into_iter().map(|check| {
+        let planned = cell
+            .check_plans
+            .iter()
+            .find(|(c, _)| *c == check)
+            .map_or(&cell.planned, |(_, p)| p);
+        (check, planned)
+    });
+    let precision = cell
         .precision_checks
         .iter()
-        .map(|p| {
-            serde_json::json!({
-                "test": CheckId::Precision(p.precision).name(),
-                "variant": format!("{:?}", p.precision),
-                "name": p.precision.name(),
-                "ignore_always": ignore_always(&p.planned),
-            })
-        })
-        .collect();
+        .map(|p| (CheckId::Precision(p.precision), &p.planned));
+    let generation = cell.generation.iter().map(|g| (CheckId::Generates, g));
     serde_json::json!({
         "engine_module": kind.module(cell.platform),
         "engine_doc": crate::render::cells::engine_doc(&cell.engine),
@@ -62,53 +64,52 @@ fn engine_cell(cell: &CellPlan, hardware: &PlatformSpec) -> serde_json::Value {
         "reason_doc": cell.planned.reason().map(one_line),
         "cell_const": super::cells::cell_const(cell),
         "gate": Gate::of_engine(hardware, kind).name,
-        "ignore_always": ignore_always(&cell.planned),
-        // Each float32 check apart, where one is planned otherwise than the cell.
-        "checks": check_tests(cell),
-        "precision_checks": precision_checks,
-        // The `generates` check: Some(ignore reason or null) for a generating model's ONNX cells.
-        "generation": cell.generation.as_ref().map(|g| serde_json::json!({ "ignore_always": ignore_always(g) })),
+        "invocations": invocations(float32.chain(precision).chain(generation)),
     })
-}
-
-/// The float32 checks one by one (name, ignore reason or null) where any is
-/// planned otherwise than its cell; empty where one `cell_tests!` says all.
-fn check_tests(cell: &CellPlan) -> Vec<serde_json::Value> {
-    if cell.check_plans.is_empty() {
-        return Vec::new();
-    }
-    CheckId::FLOAT32
-        .into_iter()
-        .map(|check| {
-            let planned = cell
-                .check_plans
-                .iter()
-                .find(|(c, _)| *c == check)
-                .map_or(&cell.planned, |(_, p)| p);
-            serde_json::json!({ "name": check.name(), "ignore_always": ignore_reason(planned) })
-        })
-        .collect()
 }
 
 /// What the template needs of a model's quantization checks: one test per scheme.
 fn quantization_checks(plan: &QuantizationPlan, hardware: &PlatformSpec) -> serde_json::Value {
-    let checks: Vec<serde_json::Value> = plan
+    let checks = plan
         .checks
         .iter()
-        .map(|c| {
-            serde_json::json!({
-                "test": CheckId::Quantization(c.scheme).name(),
-                "variant": format!("{:?}", c.scheme),
-                "expected": c.expected.map(|r| r.name()),
-                "ignore_always": ignore_reason(&c.planned),
-            })
-        })
-        .collect();
+        .map(|c| (CheckId::Quantization(c.scheme), &c.planned));
     serde_json::json!({
         "cell_const": super::cells::quantization_const(plan.platform),
         "gate": Gate::of_quantization(hardware).name,
-        "checks": checks,
+        "invocations": invocations(checks),
     })
+}
+
+/// Checks in order, grouped into `runtime::checks!` invocations: neighbours with the same
+/// ignore reason (or none: gated) share one. Each check is its test's name and its
+/// [`CheckId`] as Rust (`int8_matches_reference = Precision(Precision::Int8)`).
+fn invocations<'a>(
+    checks: impl Iterator<Item = (CheckId, &'a Planned<String>)>,
+) -> Vec<serde_json::Value> {
+    let mut groups: Vec<(Option<String>, Vec<String>)> = Vec::new();
+    for (check, planned) in checks {
+        let ignore = ignore_reason(planned);
+        let test = format!("{} = {}", check.name(), check_rust(check));
+        match groups.last_mut() {
+            Some((last, tests)) if *last == ignore => tests.push(test),
+            _ => groups.push((ignore, vec![test])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(ignore, tests)| serde_json::json!({ "ignore": ignore, "checks": tests.join(", ") }))
+        .collect()
+}
+
+/// A check as the Rust `runtime::checks!` takes: a [`CheckId`] variant, with its format
+/// or scheme where it has one.
+fn check_rust(check: CheckId) -> String {
+    match check {
+        CheckId::Precision(precision) => format!("Precision(Precision::{precision:?})"),
+        CheckId::Quantization(scheme) => format!("Quantization(QuantScheme::{scheme:?})"),
+        other => format!("{other:?}"),
+    }
 }
 
 /// The cargo features a test needs, and the `#[ignore]` message of a build
