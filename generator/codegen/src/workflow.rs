@@ -19,7 +19,7 @@ use std::path::Path;
 
 use hwmatrix_platforms as platforms;
 
-use hwmatrix_specs::spec::{EngineSpec, Specs};
+use hwmatrix_specs::spec::{EngineSpec, PlatformSpec, Specs};
 
 /// Where the workflow lives in the checkout.
 pub const WORKFLOW: &str = ".github/workflows/hwmatrix.yml";
@@ -38,29 +38,18 @@ const CACHE: &str = "actions/cache@v5";
 const UPLOAD_ARTIFACT: &str = "actions/upload-artifact@v6";
 const DOWNLOAD_ARTIFACT: &str = "actions/download-artifact@v7";
 
-/// The set-up parts (tests/setup.sh) a platform's job needs.
-fn setup_parts(platform: &str) -> &'static str {
-    match platform {
-        "openvino" => "exporter openvino tools",
-        "qnn" => "exporter plugins tools",
-        "webgpu" => "exporter web plugins tools",
-        "webnn" => "exporter web tools",
-        _ => "exporter tools",
-    }
-}
-
-/// What a platform's job sets for its cells besides the venv: GitHub's hosted runners have
-/// no GPU, so webgpu's native engine (ONNX Runtime's WebGPU plugin) takes SwiftShader, the
-/// software Vulkan driver Debian's chromium ships, which it only does when allowed.
-fn platform_env(platform: &str) -> String {
-    match platform {
-        "webgpu" => format!(
-            "{}=1 VK_ICD_FILENAMES={} ",
-            platforms::webgpu::ALLOW_SOFTWARE_ADAPTER,
-            platforms::webgpu::SWIFTSHADER_ICD
-        ),
-        _ => String::new(),
-    }
+/// What a platform's job sets for its cells besides the venv, on a hosted runner (no GPU):
+/// what each of its ONNX Runtime providers asks for (`NAME=value `).
+fn platform_env(spec: &PlatformSpec) -> String {
+    spec.engines
+        .iter()
+        .filter_map(|engine| match engine {
+            EngineSpec::Onnxruntime { provider, .. } => Some(*provider),
+            _ => None,
+        })
+        .flat_map(|provider| platforms::provider(provider).hosted_runner_env())
+        .map(|(name, value)| format!("{name}={value} "))
+        .collect()
 }
 
 pub fn render(specs: &Specs) -> String {
@@ -132,14 +121,22 @@ pub fn render(specs: &Specs) -> String {
             y,
             "      - run: mkdir -p ~/.cache/hwmatrix && tar -C ~/.cache/hwmatrix -xzf fixtures.tar.gz"
         );
-        let _ = writeln!(y, "      - run: bash tests/setup.sh {}", setup_parts(name));
+        let _ = writeln!(
+            y,
+            "      - run: bash tests/setup.sh {}",
+            spec.ci_setup
+                .iter()
+                .map(|part| part.name())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
         // The host name carries the runner's own name, which only a step's `env` may read (the
         // `runner` context is not available to a job's `env`: GitHub rejects the workflow).
         let _ = writeln!(
             y,
             "      - env:\n          HWMATRIX_HOST: {name}-${{{{ matrix.partition }}}}-of-{PARTITIONS}-${{{{ runner.name }}}}\n        run: PATH=\"$HOME/.cache/hwmatrix/tools/bin:$HOME/.cache/hwmatrix/venv/bin:$PATH\" LIBTORCH_USE_PYTORCH=1 VIRTUAL_ENV=$HOME/.cache/hwmatrix/venv {}\
 cargo nextest run --locked -p generated --features {} --partition hash:${{{{ matrix.partition }}}}/{PARTITIONS} --no-fail-fast -E 'test(/::{name}::/)'",
-            platform_env(name),
+            platform_env(spec),
             features.join(",")
         );
         let _ = writeln!(

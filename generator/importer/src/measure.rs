@@ -767,15 +767,7 @@ fn run_cells(
         }
         features.join(",")
     });
-    make_fixtures(
-        specs,
-        platform,
-        selected,
-        options
-            .nncf_python
-            .filter(|_| platform == Platform::Openvino),
-        err,
-    )?;
+    make_fixtures(specs, platform, selected, options.nncf_python, err)?;
     let filter = |m: &LoadedModel, e: EngineKind| {
         format!("{}{platform}::{}::", m.test_path(), e.module(platform))
     };
@@ -790,9 +782,14 @@ fn run_cells(
             .iter()
             .map(|m| (EngineKind::Wgpu, filter(m, EngineKind::Wgpu))),
     );
-    // openvino's engines each load their own OpenVINO (ONNX Runtime's provider build bundles
-    // an older one than OpenVINO's runtime) and a process holds one: a process per engine.
-    let groups: Vec<Vec<String>> = if platform == Platform::Openvino {
+    // A platform whose engines load libraries that cannot share a process (hardware.yaml's
+    // `engines_in_own_processes`): a test process per engine.
+    let own_processes = specs
+        .hardware
+        .platforms
+        .get(&platform)
+        .is_some_and(|spec| spec.engines_in_own_processes.is_some());
+    let groups: Vec<Vec<String>> = if own_processes {
         let mut by_engine: BTreeMap<EngineKind, Vec<String>> = BTreeMap::new();
         for (engine, f) in filters {
             by_engine.entry(engine).or_default().push(f);

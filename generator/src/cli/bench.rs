@@ -2,6 +2,8 @@
 
 use std::io::Write;
 
+use hwmatrix_cell::{EngineKind, Platform};
+
 use super::Context;
 
 pub const ABOUT: &str = "\
@@ -15,12 +17,13 @@ inference. --precision benchmarks a format's graph (model.int8.onnx...) the
 same way; the record keeps the file's size. Written as a `bench` record
 (results/), which gen report shows under performance.
 
-On openvino without --engine, both of its engines (ONNX Runtime's OpenVINO
-provider, OpenVINO's own runtime) and ONNX Runtime's CPU provider on the same
-fixture, each in a process of its own with the same threads, warm-up and
-runs, then a table of their medians and each one's ratio to the CPU
-provider's: the comparison this machine can make honestly (all three run on
-its CPU).
+On a platform whose engines compute on this machine's CPU (hardware.yaml's
+`compared_with_cpu`: openvino's two, ONNX Runtime's OpenVINO provider and
+OpenVINO's own runtime), without --engine: those engines and ONNX Runtime's
+CPU provider on the same fixture, each in a process of its own with the same
+threads, warm-up and runs, then a table of their medians and each one's ratio
+to the CPU provider's: the comparison this machine can make honestly (all of
+them run on its CPU).
 
 Builds and runs hwmatrix-bench in release mode with the platform's cargo
 feature (a platform's engines are compiled in only with it):
@@ -37,8 +40,9 @@ pub struct Args {
     /// Batch sizes for throughput, comma-separated
     #[arg(long, default_value = "1,2,4,8")]
     batch: String,
-    /// The engine of the cell: onnxruntime (default), libtorch, browser or openvino; on
-    /// openvino, without it: both engines and the CPU provider, compared
+    /// The engine of the cell: onnxruntime (default), libtorch, browser or openvino;
+    /// without it, on a platform hardware.yaml compares with the CPU: its engines and the
+    /// CPU provider, compared
     #[arg(long)]
     engine: Option<String>,
     /// Skip the Python onnxruntime comparison
@@ -66,21 +70,29 @@ pub fn run(
                 .into(),
         );
     }
-    let compared = args.engine.is_none() && platform.name() == "openvino";
-    if !compared {
-        let engine = args.engine.as_deref().unwrap_or("onnxruntime");
+    let onnxruntime = EngineKind::Onnxruntime.name();
+    let compared: Vec<EngineKind> = match args.engine {
+        Some(_) => Vec::new(),
+        None => cx
+            .specs()?
+            .hardware
+            .platforms
+            .get(platform)
+            .map(|spec| spec.compared_with_cpu.clone())
+            .unwrap_or_default(),
+    };
+    if compared.is_empty() {
+        let engine = args.engine.as_deref().unwrap_or(onnxruntime);
         return bench_one(root, model, platform.name(), engine, args, None, out, err);
     }
-    // Each in a process of its own: a process loads one ONNX Runtime and one OpenVINO.
-    let cells = [
-        ("cpu", "onnxruntime"),
-        ("openvino", "onnxruntime"),
-        ("openvino", "openvino"),
-    ];
+    // Each in a process of its own: a process loads one ONNX Runtime and one engine library.
+    let cells: Vec<(&str, &str)> = std::iter::once((Platform::Cpu.name(), onnxruntime))
+        .chain(compared.iter().map(|kind| (platform.name(), kind.name())))
+        .collect();
     let summary = std::env::temp_dir().join(format!("hwmatrix-bench-{}.tsv", std::process::id()));
     let _ = std::fs::remove_file(&summary);
     let mut status = 0;
-    for (platform, engine) in cells {
+    for &(platform, engine) in &cells {
         let code = bench_one(
             root,
             model,

@@ -101,12 +101,11 @@ pub fn diagnose(specs: &Specs, platform: Platform) -> Diagnosis {
         let probe = match engine {
             EngineSpec::Onnxruntime { provider, .. } => {
                 onnxruntime(*provider).and_then(|mut lines| {
-                    // The native WebGPU plugin needs a Vulkan adapter, not the browser the platform's probe looks for.
-                    if *provider == ExecutionProvider::WebGpu {
-                        match platforms::webgpu::native() {
-                            Availability::Present(what) => lines.push(what),
-                            Availability::Absent(why) => return Err(why),
-                        }
+                    // What the provider needs beyond the platform's hardware, where it needs more.
+                    match platforms::provider(*provider).own_needs() {
+                        Some(Availability::Present(what)) => lines.push(what),
+                        Some(Availability::Absent(why)) => return Err(why),
+                        None => {}
                     }
                     Ok(lines)
                 })

@@ -58,6 +58,19 @@ pub trait Provider: Sync {
     fn plugin(&self) -> Option<onnxruntime::Plugin> {
         None
     }
+
+    /// What the provider needs beyond its platform's hardware, where it needs more: webgpu's
+    /// native plugin needs a Vulkan adapter Dawn accepts, not the browser the platform's
+    /// probe looks for.
+    fn own_needs(&self) -> Option<Availability> {
+        None
+    }
+
+    /// What a CI job on a hosted runner (no GPU) sets for the provider's cells: the
+    /// variables `gen ci` writes before its test command (`NAME=value `).
+    fn hosted_runner_env(&self) -> Vec<(&'static str, &'static str)> {
+        Vec::new()
+    }
 }
 
 /// The module that answers for `provider`.
@@ -90,15 +103,13 @@ pub fn detect(platform: Platform) -> Availability {
 }
 
 /// Whether what one engine of a platform needs is here. Most engines need
-/// only their platform's hardware ([`detect`]); webgpu's native engine (ONNX
-/// Runtime's WebGPU plugin, [`webgpu::native`]) needs a Vulkan adapter that
-/// Dawn accepts, not the browser.
+/// only their platform's hardware ([`detect`]); a provider may need more of
+/// its own ([`Provider::own_needs`]).
 pub fn detect_engine(platform: Platform, engine: &Engine) -> Availability {
     match engine {
-        Engine::OnnxRuntime {
-            provider: ExecutionProvider::WebGpu,
-            ..
-        } => webgpu::native(),
+        Engine::OnnxRuntime { provider: p, .. } if let Some(needs) = provider(*p).own_needs() => {
+            needs
+        }
         // Firefox runs in a root of its own, not the Chromium the platform's probe looks for.
         Engine::Browser {
             app: BrowserApp::Firefox,

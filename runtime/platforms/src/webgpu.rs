@@ -22,6 +22,19 @@ pub fn software_adapter_only() -> bool {
 }
 
 impl Provider for WebGpu {
+    fn own_needs(&self) -> Option<Availability> {
+        Some(native())
+    }
+
+    /// GitHub's hosted runners have no GPU, so the plugin takes SwiftShader, the software
+    /// Vulkan driver Debian's chromium ships, which it only does when allowed.
+    fn hosted_runner_env(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            (ALLOW_SOFTWARE_ADAPTER, "1"),
+            ("VK_ICD_FILENAMES", SWIFTSHADER_ICD),
+        ]
+    }
+
     fn plugin(&self) -> Option<Plugin> {
         Some(Plugin {
             package: "onnxruntime_ep_webgpu",

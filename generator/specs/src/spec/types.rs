@@ -52,6 +52,10 @@ pub struct PlatformSpec {
     #[serde(default)]
     pub precision_checks: Vec<Precision>,
     pub runner: String,
+    /// The parts of `tests/setup.sh` the platform's CI job installs (`gen ci`); the
+    /// exporter's venv and the tools where it says none.
+    #[serde(default = "SetupPart::least")]
+    pub ci_setup: Vec<SetupPart>,
     /// What must be present; quoted in ignore reasons and failures.
     pub requires: String,
     /// The least float32 tolerance of the platform's cells, with its reason
@@ -69,6 +73,10 @@ pub struct PlatformSpec {
     /// engine here has crashed its process): the policy, as data.
     #[serde(default)]
     pub checks_in_own_process: Option<String>,
+    /// Why each of the platform's engines is measured in a test process of its own (two of
+    /// its engines load libraries that cannot share a process): the policy, as data.
+    #[serde(default)]
+    pub engines_in_own_processes: Option<String>,
     /// Pairs of this platform's engines that run the same kernels, so their verdicts must
     /// agree: the report lists a model they disagree on (one of the engines is the finding
     /// there, not the model).
@@ -79,6 +87,40 @@ pub struct PlatformSpec {
     /// ratios), the one speed comparison a machine without other hardware makes honestly.
     #[serde(default)]
     pub compared_with_cpu: Vec<EngineKind>,
+}
+
+/// A part of `tests/setup.sh` (its usage lists what each installs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SetupPart {
+    Exporter,
+    Plugins,
+    Openvino,
+    Web,
+    Firefox,
+    Tools,
+    Checkpoints,
+}
+
+impl SetupPart {
+    /// What every platform's job needs: the venv with ONNX Runtime and the fixtures'
+    /// Python, and cargo-nextest.
+    fn least() -> Vec<SetupPart> {
+        vec![SetupPart::Exporter, SetupPart::Tools]
+    }
+
+    /// Its name on `tests/setup.sh`'s command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            SetupPart::Exporter => "exporter",
+            SetupPart::Plugins => "plugins",
+            SetupPart::Openvino => "openvino",
+            SetupPart::Web => "web",
+            SetupPart::Firefox => "firefox",
+            SetupPart::Tools => "tools",
+            SetupPart::Checkpoints => "checkpoints",
+        }
+    }
 }
 
 /// The precision a platform's hardware computes float32 graphs in, and why.
