@@ -344,54 +344,29 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);
-/// cohere_compass on webgpu: not-tested (onnxruntime-web in headless Firefox, webgpu).
+/// cohere_compass on webgpu: run (onnxruntime-web in headless Firefox, webgpu).
 pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
-        Planned::NotTested {
-            reason: "not tested here: cohere_compass on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml]",
-            stage: Stage::Run,
-        },
-    )
-    .with_check_plans(
-        &[
-            CheckPlan {
-                check: "runs",
-                planned: Planned::Run,
-            },
-            CheckPlan {
-                check: "dynamic_shapes",
-                planned: Planned::NotTested {
-                    reason: "not tested here: cohere_compass on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml]",
-                    stage: Stage::Run,
-                },
-            },
-        ],
+        Planned::Run,
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::new(
-                Precision::Fp16,
-                Planned::NotTested {
-                    reason: "not tested here: cohere_compass on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml] (the store also holds matches_reference)",
-                    stage: Stage::Run,
-                },
-                AgreementBound::new(0.99, 0.05, 0.95),
-            ),
+            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
             PrecisionCheck::new(
                 Precision::Q4,
-                Planned::NotTested {
-                    reason: "not tested here: cohere_compass on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml] (the store also holds matches_reference)",
-                    stage: Stage::Run,
+                Planned::Unsupported {
+                    reason: "cohere_compass on webgpu with firefox: q4_matches_reference does not apply (does-not-apply): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D… [model-specs/evidence/cohere_compass.yaml]",
+                    basis: Basis::Evidence,
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::NotTested {
-                    reason: "not tested here: cohere_compass on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml] (the store also holds matches_reference)",
-                    stage: Stage::Run,
+                Planned::Unsupported {
+                    reason: "cohere_compass on webgpu with firefox: q4f16_matches_reference does not apply (does-not-apply): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed) [model-specs/evidence/cohere_compass.yaml]",
+                    basis: Basis::Evidence,
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),

@@ -50,28 +50,24 @@ mod native {
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : generates = Generates
     );
 }
-/// cohere_compass on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested here: cohere_compass on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml]).
+/// cohere_compass on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
 ///
 /// Select this cell with `cargo test -p generated vision_language::cohere_compass::webgpu::firefox::`.
 mod firefox {
     runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox : runs = Runs
+        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        fp16_matches_reference = Precision(Precision::Fp16)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_FIREFOX, ignore =
-        "not tested here: cohere_compass on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml]"
-        : matches_reference = MatchesReference
+        "unsupported: cohere_compass on webgpu with firefox: q4_matches_reference does not apply (does-not-apply): component embed: the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D… [model-specs/evidence/cohere_compass.yaml]"
+        : q4_matches_reference = Precision(Precision::Q4)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_FIREFOX, ignore =
-        "not tested here: cohere_compass on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml]"
-        : dynamic_shapes = DynamicShapes
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, ignore =
-        "not tested here: cohere_compass on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/cohere_compass.yaml] (the store also holds matches_reference)"
-        : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
+        "unsupported: cohere_compass on webgpu with firefox: q4f16_matches_reference does not apply (does-not-apply): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed) [model-specs/evidence/cohere_compass.yaml]"
+        : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox : generates =
