@@ -782,6 +782,25 @@ fn run_cells(
             .iter()
             .map(|m| (EngineKind::Wgpu, filter(m, EngineKind::Wgpu))),
     );
+    // Verifying, a check whose stored entry ran past our time limit is not run again: it
+    // would spend the limit again, and neither side would be compared (`either_at_our_limit`);
+    // its cell's other checks run. (A cell whose stored checks all did is not selected.)
+    let skips: Vec<String> = selected
+        .cells
+        .iter()
+        .filter(|_| options.verify)
+        .flat_map(|(m, e)| {
+            m.spec
+                .evidence
+                .iter()
+                .filter(|entry| {
+                    entry.is_for(platform, *e)
+                        && entry.holds_on(&options.cpu_class.class)
+                        && at_our_limit(entry)
+                })
+                .flat_map(move |entry| ["--skip".to_string(), filter(m, *e) + entry.check.name()])
+        })
+        .collect();
     // A platform whose engines load libraries that cannot share a process (hardware.yaml's
     // `engines_in_own_processes`): a test process per engine.
     let own_processes = specs
@@ -800,7 +819,15 @@ fn run_cells(
     };
     let mut measured = (String::new(), Records::new());
     for group in groups {
-        let (run, records) = measure(root, platform, &group, &features, !options.verify, err)?;
+        let (run, records) = measure(
+            root,
+            platform,
+            &group,
+            &skips,
+            &features,
+            !options.verify,
+            err,
+        )?;
         if measured.0.is_empty() {
             measured.0 = run;
         }
@@ -1339,11 +1366,13 @@ fn verify(
     Ok(i32::from(!disagreements.is_empty()))
 }
 
-/// Runs the tests under `filters` in a scratch results folder and reads their records.
+/// Runs the tests under `filters` but `skips` (libtest's `--skip` arguments) in a scratch
+/// results folder and reads their records.
 fn measure(
     root: &Path,
     platform: Platform,
     filters: &[String],
+    skips: &[String],
     features: &str,
     keep: bool,
     err: &mut dyn Write,
@@ -1354,15 +1383,20 @@ fn measure(
     ));
     let _ = std::fs::remove_dir_all(&results);
     std::fs::create_dir_all(&results).map_err(|e| format!("error: {}: {e}", results.display()))?;
+    let skipped = match skips.len() / 2 {
+        0 => String::new(),
+        n => format!(" (skipping {n} checks our time limit stopped in the store)"),
+    };
     let _ = writeln!(
         err,
-        "measuring on {platform}: cargo test -p generated --features {features} -- --include-ignored <{} filters>",
+        "measuring on {platform}: cargo test -p generated --features {features} -- --include-ignored <{} filters>{skipped}",
         filters.len()
     );
+    let args: Vec<String> = filters.iter().chain(skips).cloned().collect();
     let status = cargo_test_cells(
         root,
         features,
-        filters,
+        &args,
         &[("HWMATRIX_RESULTS", &results)],
         |c| {
             c.stdout(std::process::Stdio::null());
