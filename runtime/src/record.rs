@@ -100,7 +100,7 @@ pub fn runtime_version(engine: EngineKind) -> String {
         EngineKind::Libtorch => env!("HWMATRIX_VERDICT_CODE_LIBTORCH"),
         EngineKind::Openvino => env!("HWMATRIX_VERDICT_CODE_OPENVINO"),
         EngineKind::Wgpu => env!("HWMATRIX_VERDICT_CODE_WGPU"),
-        EngineKind::Browser => env!("HWMATRIX_VERDICT_CODE_BROWSER"),
+        EngineKind::Chromium => env!("HWMATRIX_VERDICT_CODE_BROWSER"),
         EngineKind::Firefox => env!("HWMATRIX_VERDICT_CODE_FIREFOX"),
     };
     hwmatrix_cell::verdict_code::describe(env!("CARGO_PKG_VERSION"), digest)
@@ -118,7 +118,7 @@ mod tests {
             EngineKind::Onnxruntime,
             EngineKind::Libtorch,
             EngineKind::Wgpu,
-            EngineKind::Browser,
+            EngineKind::Chromium,
             EngineKind::Openvino,
             EngineKind::Firefox,
         ] {

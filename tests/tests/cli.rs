@@ -636,7 +636,7 @@ fn records_without_a_cpu_class_are_classed_by_the_flags_of_their_machine() {
 /// path, its text, and the text without its engine versions (stale, never fresh).
 fn textish_measured_today(specs: &std::path::Path) -> (std::path::PathBuf, String, String) {
     let evidence = specs.join("evidence/textish.yaml");
-    let today = runtime::record::runtime_version(runtime::EngineKind::Browser);
+    let today = runtime::record::runtime_version(runtime::EngineKind::Chromium);
     let text = std::fs::read_to_string(&evidence)
         .unwrap()
         .replace("runtime: 0.1.0", &format!("runtime: {today}"));

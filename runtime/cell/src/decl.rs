@@ -137,7 +137,10 @@ pub enum EngineKind {
     Onnxruntime,
     Libtorch,
     Wgpu,
-    Browser,
+    /// onnxruntime-web in headless Chromium. Named `browser` in records, evidence and
+    /// test paths (`webgpu::browser`): it was the one browser before Firefox had cells.
+    #[serde(rename = "browser")]
+    Chromium,
     Openvino,
     /// onnxruntime-web in Firefox: the browser engine's cells in the other
     /// browser that ships WebGPU (`webgpu::firefox` beside `webgpu::browser`).
@@ -149,7 +152,7 @@ impl EngineKind {
         EngineKind::Onnxruntime,
         EngineKind::Libtorch,
         EngineKind::Wgpu,
-        EngineKind::Browser,
+        EngineKind::Chromium,
         EngineKind::Openvino,
         EngineKind::Firefox,
     ];
@@ -171,7 +174,7 @@ impl EngineKind {
             EngineKind::Onnxruntime => "onnxruntime",
             EngineKind::Libtorch => "libtorch",
             EngineKind::Wgpu => "wgpu",
-            EngineKind::Browser => "browser",
+            EngineKind::Chromium => "browser",
             EngineKind::Openvino => "openvino",
             EngineKind::Firefox => "firefox",
         }
@@ -187,7 +190,7 @@ impl EngineKind {
             EngineKind::Onnxruntime => "onnx",
             EngineKind::Libtorch => "torch",
             EngineKind::Wgpu => "wgpu",
-            EngineKind::Browser => "browser",
+            EngineKind::Chromium => "browser",
             // `openvino::ov` (OpenVINO's runtime) beside `openvino::onnx` (ONNX Runtime's
             // OpenVINO provider); not `runtime`, which would shadow the runtime crate in cells.
             EngineKind::Openvino => "ov",
@@ -205,7 +208,7 @@ impl EngineKind {
             self,
             EngineKind::Onnxruntime
                 | EngineKind::Libtorch
-                | EngineKind::Browser
+                | EngineKind::Chromium
                 | EngineKind::Openvino
                 | EngineKind::Firefox
         )
@@ -234,7 +237,7 @@ impl Engine {
             Engine::Browser {
                 app: BrowserApp::Chromium,
                 ..
-            } => EngineKind::Browser,
+            } => EngineKind::Chromium,
             Engine::Browser {
                 app: BrowserApp::Firefox,
                 ..

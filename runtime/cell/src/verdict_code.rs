@@ -60,7 +60,7 @@ mod tests {
             EngineKind::Onnxruntime,
             EngineKind::Libtorch,
             EngineKind::Wgpu,
-            EngineKind::Browser,
+            EngineKind::Chromium,
             EngineKind::Openvino,
             EngineKind::Firefox,
         ] {

@@ -179,7 +179,7 @@ impl EngineSpec {
             EngineSpec::Browser {
                 app: BrowserApp::Chromium,
                 ..
-            } => EngineKind::Browser,
+            } => EngineKind::Chromium,
             EngineSpec::Browser {
                 app: BrowserApp::Firefox,
                 ..
