@@ -136,6 +136,8 @@ pub static WEBGPU_FIREFOX: runtime::Engine = runtime::Engine::Browser {
     device_type: None,
     app: runtime::BrowserApp::Firefox,
 };
+/// The engine of webgpu's kernel cells: wgpu, running the quantization checks' WGSL kernels on the models' own weights.
+pub static WEBGPU_WGPU: runtime::Engine = runtime::Engine::Wgpu;
 /// model-specs/quantization.yaml: how webgpu's quantization checks quantize, and each rating's bound on the mean relative error.
 pub static QUANTIZATION: runtime::QuantizationDecl = runtime::QuantizationDecl {
     group_size: 32u32,

@@ -6,16 +6,15 @@
 //! reason and basis (an expectation from the seeds, a person's spec, or
 //! simply not tried).
 
-use crate::checks::Check;
 use crate::record::{self, Outcome, Record};
-use crate::{Basis, Cell, Planned, QuantizationCell, Stage};
+use crate::{Basis, Cell, CheckId, Planned, Stage};
 
 /// Why a check does not run in this build: its outcome, basis, reason, and the
 /// stage the cell stopped at where that is known.
 pub type NotRun = (Outcome, Basis, String, Option<Stage>);
 
-/// What a planned status that never runs records (cells and quantization
-/// checks alike); None for one that runs when its feature is on.
+/// What a planned status that never runs records; None for one that runs
+/// when its feature is on.
 fn planned_not_run(planned: Planned) -> Option<NotRun> {
     match planned {
         Planned::NotTested { reason, stage } => Some((
@@ -57,6 +56,33 @@ pub fn not_run(cell: &Cell, feature_on: bool) -> Option<NotRun> {
     Some((Outcome::Ignored, Basis::NotTried, reason, None))
 }
 
+/// Each check of `cell` with the plan that decides whether it runs in this
+/// build (its features `on` or not): a kernel cell's quantization schemes as
+/// each is planned; a whole-model cell's float32 checks as their own plans
+/// say (the cell's, unless its stored outcomes plan one otherwise), its
+/// precision formats as the cell's plan where the cell does not run and
+/// their own where it does, and `generates` by its own (its own graph).
+fn plans(cell: &Cell, on: bool) -> Vec<(CheckId, Planned)> {
+    if let Some(quantization) = cell.quantization {
+        return quantization
+            .checks
+            .iter()
+            .map(|c| (CheckId::Quantization(c.scheme), c.planned))
+            .collect();
+    }
+    let mut plans: Vec<(CheckId, Planned)> = CheckId::FLOAT32
+        .into_iter()
+        .map(|check| (check, cell.check_planned(check.name())))
+        .collect();
+    let cell_runs = not_run(cell, on).is_none();
+    plans.extend(cell.precision_checks.iter().map(|p| {
+        let planned = if cell_runs { p.planned } else { cell.planned };
+        (CheckId::Precision(p.precision), planned)
+    }));
+    plans.extend(cell.generation.map(|g| (CheckId::Generates, g.planned)));
+    plans
+}
+
 /// Writes one record per check of every cell that will not run; returns how
 /// many. `feature_on` says whether a cell's cargo features are on in the
 /// calling crate (features are the caller's, not the runtime's).
@@ -67,109 +93,20 @@ pub fn record_cells_not_run(
     let mut written = 0;
     for cell in cells {
         let on = feature_on(cell);
-        let mut not_running: Vec<(Check, NotRun)> = Vec::new();
-        // Each float32 check as its own plan says (the cell's, unless its own
-        // stored outcomes plan it otherwise).
-        for check in Check::ALL {
-            let planned = cell.check_planned(check.name());
-            if let Some(why) = not_run(&Cell { planned, ..**cell }, on) {
-                not_running.push((check, why));
-            }
-        }
-        if let Some(why) = not_run(cell, on) {
-            not_running.extend(
-                cell.precision_checks
-                    .iter()
-                    .map(|p| (Check::Precision(p.precision), why.clone())),
-            );
-        } else {
-            // The cell runs, but a precision variant of it may be a known issue of its own.
-            for p in cell.precision_checks {
-                if let Some(why) = not_run(
-                    &Cell {
-                        planned: p.planned,
-                        ..**cell
-                    },
-                    on,
-                ) {
-                    not_running.push((Check::Precision(p.precision), why));
-                }
-            }
-        }
-        // The `generates` check has its own plan (its own graph): whatever the cell's.
-        if let Some(why) = cell.generation.and_then(|g| {
-            not_run(
-                &Cell {
-                    planned: g.planned,
-                    ..**cell
-                },
-                on,
-            )
-        }) {
-            not_running.push((Check::Generates, why));
-        }
-        for (check, (status, basis, reason, stage)) in not_running {
-            let record = Record {
-                status,
-                basis,
-                reason: Some(reason),
-                stage,
-                precision: check
-                    .precision()
-                    .map_or("float32", crate::Precision::name)
-                    .to_string(),
-                ..crate::record::blank(cell, check.name())
-            };
-            record::append(&record).map_err(|e| {
-                format!(
-                    "{}::{}: cannot write its record: {e}",
-                    cell.id(),
-                    check.name()
-                )
-            })?;
-            written += 1;
-        }
-    }
-    Ok(written)
-}
-
-/// The same for quantization checks (webgpu): one record per scheme that
-/// will not run, because it is a known issue or its platform's feature is off.
-pub fn record_quantization_not_run(
-    cells: &[&QuantizationCell],
-    feature_on: impl Fn(&QuantizationCell) -> bool,
-) -> Result<usize, String> {
-    let mut written = 0;
-    for cell in cells {
-        let on = feature_on(cell);
-        for check in cell.checks {
-            let (status, basis, reason, stage) = match planned_not_run(check.planned) {
-                Some(never) => never,
-                None if on => continue,
-                None => (
-                    Outcome::Ignored,
-                    Basis::NotTried,
-                    format!(
-                        "{0} is off in this build: run `cargo test -p generated --features {0}` where a WebGPU adapter for wgpu is present",
-                        cell.platform.feature
-                    ),
-                    None,
-                ),
+        for (check, planned) in plans(cell, on) {
+            let Some((status, basis, reason, stage)) = not_run(&Cell { planned, ..**cell }, on)
+            else {
+                continue;
             };
             let record = Record {
                 status,
                 basis,
                 reason: Some(reason),
                 stage,
-                ..crate::quant::check::blank_record(cell, check.scheme)
+                ..record::blank_check(cell, check)
             };
-            record::append(&record).map_err(|e| {
-                format!(
-                    "{}::{}: cannot write its record: {e}",
-                    cell.id(),
-                    check.scheme.check_name()
-                )
-            })?;
+            record::append(&record)
+                .map_err(|e| format!("{}::{check}: cannot write its record: {e}", cell.id()))?;
             written += 1;
         }
     }
@@ -229,4 +166,133 @@ pub fn assert_fixtures_or_reasons(cells: &[&Cell]) {
         missing.len(),
         missing.join("\n  ")
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        AgreementBound, Engine, ModelDecl, PlatformDecl, Precision, PrecisionCheck, QuantScheme,
+        QuantizationCheck, QuantizationDecl, Tolerance,
+    };
+
+    static MODEL: ModelDecl = ModelDecl {
+        model_type: "bert",
+        category: "text_encoders",
+        spec_path: "model-specs/models/text_encoders/bert.yaml",
+        spec_digest: "d",
+        inputs: &[],
+        outputs: &[],
+        tolerance: Tolerance {
+            abs: 1e-4,
+            rel: 1e-3,
+        },
+        component: None,
+        components: &[],
+    };
+    static WEBGPU: PlatformDecl = PlatformDecl {
+        platform: hwmatrix_cell::Platform::Webgpu,
+        feature: "webgpu",
+        requires: "a WebGPU adapter",
+        checks_in_own_process: None,
+    };
+    static SETTINGS: QuantizationDecl = QuantizationDecl {
+        group_size: 32,
+        mixed: crate::MixedWidths {
+            attention: 8,
+            embedding: 8,
+            output: 8,
+            feed_forward: 4,
+        },
+        ratings: &[],
+    };
+    const NO_FIXTURE: Planned = Planned::NotTested {
+        reason: "bert has no fixture",
+        stage: Stage::Export,
+    };
+    static KERNELS: Cell = Cell::new(&MODEL, &WEBGPU, &Engine::Wgpu, Planned::Run)
+        .with_quantization(
+            &SETTINGS,
+            &[
+                QuantizationCheck {
+                    scheme: QuantScheme::Int8,
+                    planned: Planned::Run,
+                    expected: None,
+                },
+                QuantizationCheck {
+                    scheme: QuantScheme::Int2,
+                    planned: NO_FIXTURE,
+                    expected: None,
+                },
+            ],
+        );
+    static NATIVE: Engine = Engine::OnnxRuntime {
+        provider: crate::ExecutionProvider::WebGpu,
+        options: &[],
+    };
+    static WHOLE: Cell = Cell::new(&MODEL, &WEBGPU, &NATIVE, NO_FIXTURE).with_precision_checks(&[
+        PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
+    ]);
+
+    #[test]
+    fn a_kernel_cell_plans_its_schemes_and_no_whole_model_check() {
+        let plans = plans(&KERNELS, true);
+        assert_eq!(
+            plans.iter().map(|(check, _)| *check).collect::<Vec<_>>(),
+            [
+                CheckId::Quantization(QuantScheme::Int8),
+                CheckId::Quantization(QuantScheme::Int2)
+            ]
+        );
+        // Feature on: only the scheme planned not to run leaves a record.
+        let not_running: Vec<_> = plans
+            .into_iter()
+            .filter(|(_, planned)| {
+                not_run(
+                    &Cell {
+                        planned: *planned,
+                        ..KERNELS
+                    },
+                    true,
+                )
+                .is_some()
+            })
+            .collect();
+        assert_eq!(not_running.len(), 1, "{not_running:?}");
+        // Feature off: both, the one that would run as ignored with the feature to turn on.
+        let (status, _, reason, _) = not_run(&KERNELS, false).expect("feature off");
+        assert_eq!(status, Outcome::Ignored);
+        assert!(reason.contains("--features webgpu"), "{reason}");
+    }
+
+    #[test]
+    fn a_cell_that_does_not_run_gives_its_reason_to_its_precision_checks() {
+        let plans = plans(&WHOLE, true);
+        let fp16 = plans
+            .iter()
+            .find(|(check, _)| *check == CheckId::Precision(Precision::Fp16))
+            .expect("fp16 planned");
+        assert_eq!(
+            fp16.1, NO_FIXTURE,
+            "the cell's plan, not the format's own `run`"
+        );
+        assert!(plans.iter().all(|(check, _)| check.scheme().is_none()));
+    }
+
+    // The one run path refuses a check the cell does not have, naming the fix.
+    #[test]
+    #[should_panic(
+        expected = "runs is not a check of bert::webgpu::wgpu (wgpu's quantization schemes on the model's weights): generated/ is out of date, run gen"
+    )]
+    fn a_whole_model_check_on_a_kernel_cell_is_refused() {
+        crate::RunCheck::run_check(&KERNELS, CheckId::Runs);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "int8_quantization is not a check of bert::webgpu::native (a cell that runs the model's graph)"
+    )]
+    fn a_quantization_check_on_a_whole_model_cell_is_refused() {
+        crate::RunCheck::run_check(&WHOLE, CheckId::Quantization(QuantScheme::Int8));
+    }
 }

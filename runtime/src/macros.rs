@@ -58,8 +58,9 @@ macro_rules! checks {
 
 /// What a generated test calls: one check of a cell, by its identity. A
 /// whole-model cell (an engine running the model's graph) runs the float32
-/// checks, its precision formats and `generates`; a quantization cell runs
-/// wgpu's quantization schemes on the model's weights.
+/// checks, its precision formats and `generates`; a kernel cell (on wgpu,
+/// with [`crate::Cell::with_quantization`]) runs the quantization schemes on
+/// the model's weights.
 pub trait RunCheck {
     /// Runs the check, records it, and panics (fails the test) when it failed.
     fn run_check(&self, check: crate::CheckId);
@@ -68,30 +69,26 @@ pub trait RunCheck {
 impl RunCheck for crate::Cell {
     fn run_check(&self, check: crate::CheckId) {
         use crate::CheckId;
+        // A kernel cell (wgpu) runs only its quantization schemes; every other cell runs
+        // the model's graph.
+        let kernel = self.quantization.is_some();
         match check {
-            CheckId::Runs => crate::checks::runs(self),
-            CheckId::MatchesReference => crate::checks::matches_reference(self),
-            CheckId::DynamicShapes => crate::checks::dynamic_shapes(self),
-            CheckId::Precision(precision) => crate::checks::precision(self, precision),
-            CheckId::Generates => crate::checks::generates(self),
-            CheckId::Export
-            | CheckId::TorchscriptExport
-            | CheckId::GenerationExport
-            | CheckId::Quantization(_) => panic!(
-                "{check} is not a check of {} (a cell that runs the model's graph): generated/ is out of date, run gen",
-                self.id()
-            ),
-        }
-    }
-}
-
-impl RunCheck for crate::QuantizationCell {
-    fn run_check(&self, check: crate::CheckId) {
-        match check.scheme() {
-            Some(scheme) => crate::quant::check::quantization(self, scheme),
-            None => panic!(
-                "{check} is not a check of {} (wgpu's quantization schemes): generated/ is out of date, run gen",
-                self.id()
+            CheckId::Runs if !kernel => crate::checks::runs(self),
+            CheckId::MatchesReference if !kernel => crate::checks::matches_reference(self),
+            CheckId::DynamicShapes if !kernel => crate::checks::dynamic_shapes(self),
+            CheckId::Precision(precision) if !kernel => crate::checks::precision(self, precision),
+            CheckId::Generates if !kernel => crate::checks::generates(self),
+            CheckId::Quantization(scheme) if kernel => {
+                crate::quant::check::quantization(self, scheme)
+            }
+            _ => panic!(
+                "{check} is not a check of {} ({}): generated/ is out of date, run gen",
+                self.id(),
+                if kernel {
+                    "wgpu's quantization schemes on the model's weights"
+                } else {
+                    "a cell that runs the model's graph"
+                }
             ),
         }
     }

@@ -90,6 +90,21 @@ pub(crate) fn blank(cell: &Cell, check: &str) -> Record {
     }
 }
 
+/// A record of `cell`'s `check` with the identifying fields filled and nothing
+/// measured, its precision the check's own (a format's or a quantization
+/// scheme's, else float32).
+pub(crate) fn blank_check(cell: &Cell, check: hwmatrix_cell::CheckId) -> Record {
+    let precision = match (check.precision(), check.scheme()) {
+        (Some(precision), _) => precision.name(),
+        (None, Some(scheme)) => scheme.name(),
+        (None, None) => "float32",
+    };
+    Record {
+        precision: precision.into(),
+        ..blank(cell, check.name())
+    }
+}
+
 /// The runtime's version and the digest of the code that decided the
 /// record's verdict on `engine` (runtime/verdict_code.rs, baked in by the
 /// build script): `0.1.0 (verdict code 8c3f...)`. The evidence store keeps it;

@@ -620,6 +620,9 @@ pub struct Cell {
     /// Why this cell's checks run each in a process of its own: one of them
     /// crashed its process before (the evidence store's `engine-exited`).
     pub in_own_process: Option<&'static str>,
+    /// A kernel cell's checks (wgpu: the weight quantization schemes on the
+    /// model's own matrices) in place of the whole-model checks above.
+    pub quantization: Option<crate::QuantizationChecks>,
 }
 
 /// The precision a platform computes float32 graphs in (QNN's HTP: float16),
@@ -661,7 +664,19 @@ impl Cell {
             float32_computed_in: None,
             generation: None,
             in_own_process: None,
+            quantization: None,
         }
+    }
+
+    /// A kernel cell (wgpu): its checks are the quantization schemes, as
+    /// `settings` quantize and `checks` plan them, not the whole-model checks.
+    pub const fn with_quantization(
+        mut self,
+        settings: &'static crate::QuantizationDecl,
+        checks: &'static [crate::QuantizationCheck],
+    ) -> Cell {
+        self.quantization = Some(crate::QuantizationChecks { settings, checks });
+        self
     }
 
     /// Each check of this cell in a process of its own, for `reason`.

@@ -33,7 +33,7 @@ pub use error_kind::{Attribution, ErrorKind};
 pub use planned::{Basis, Outcome, Planned};
 pub use platform::{DeviceKind, Platform};
 pub use quantization::{
-    LayerRole, MixedWidths, QuantScheme, QuantizationCell, QuantizationCheck, QuantizationDecl,
+    LayerRole, MixedWidths, QuantScheme, QuantizationCheck, QuantizationChecks, QuantizationDecl,
     Rating,
 };
 pub use stage::Stage;
@@ -44,7 +44,7 @@ pub use stage::Stage;
 pub mod cells_prelude {
     pub use crate::{
         AgreementBound, AllowedFallback, Basis, Cell, CheckPlan, ClassPlan, Planned, Precision,
-        PrecisionCheck, QuantScheme, QuantizationCell, QuantizationCheck, Rating, Stage,
+        PrecisionCheck, QuantScheme, QuantizationCheck, Rating, Stage,
     };
 }
 

@@ -6,7 +6,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::decl::{ModelDecl, PlatformDecl};
 use crate::planned::Planned;
 
 /// A weight quantization scheme, as seed 002's tables name them.
@@ -152,36 +151,22 @@ impl QuantizationDecl {
 pub struct QuantizationCheck {
     pub scheme: QuantScheme,
     pub planned: Planned,
-    /// `web_quantization.webgpu` of the spec, where it rates this scheme.
+    /// The spec's `web_quantization` rating of this scheme on the platform, where it rates it.
     pub expected: Option<Rating>,
 }
 
-/// A model's quantization checks on a platform (webgpu): run through wgpu's
-/// kernels on the model's own weights, not through the platform's whole-model engine.
-#[derive(Debug)]
-pub struct QuantizationCell {
-    pub model: &'static ModelDecl,
-    pub platform: &'static PlatformDecl,
+/// A kernel cell's quantization checks (a [`crate::Cell`] on wgpu): how they
+/// quantize (model-specs/quantization.yaml) and each scheme's planned status
+/// and expected rating.
+#[derive(Clone, Copy, Debug)]
+pub struct QuantizationChecks {
     pub settings: &'static QuantizationDecl,
     pub checks: &'static [QuantizationCheck],
 }
 
-impl QuantizationCell {
+impl QuantizationChecks {
     pub fn check(&self, scheme: QuantScheme) -> Option<&'static QuantizationCheck> {
         self.checks.iter().find(|c| c.scheme == scheme)
-    }
-
-    /// `model_type::platform::wgpu`, the way messages name it.
-    pub fn id(&self) -> String {
-        format!("{}::{}::wgpu", self.model.name(), self.platform.platform)
-    }
-
-    /// This cell with one of its model's parts in place of the model.
-    pub fn for_part(&self, part: &'static ModelDecl) -> QuantizationCell {
-        QuantizationCell {
-            model: part,
-            ..*self
-        }
     }
 }
 

@@ -6,19 +6,19 @@
 //! adapter's kernel compute the quantized product right?).
 //!
 //! The mean relative error against float32 is recorded, with the rating whose
-//! band it falls in beside the spec's (`web_quantization.webgpu`), and never
+//! band it falls in beside the spec's (`web_quantization`), and never
 //! judged: on a tiny model's random weights it is the deviation of this scheme
 //! on these matrices, not evidence for or against a rating that trained
 //! weights earned (only a real checkpoint's records can be).
 
 use crate::error::{CheckError, ErrorKind};
 use crate::record::{self, FixtureRecord, Outcome, QuantizationRecord, Record};
-use crate::{Basis, EngineKind, QuantScheme, QuantizationCell};
+use crate::{Cell, QuantScheme, QuantizationDecl};
 
 /// Runs one scheme's check on each part of the cell's model (its components,
 /// or the whole model), writes a record per part, and panics (fails the test)
 /// when any part failed.
-pub fn quantization(cell: &QuantizationCell, scheme: QuantScheme) {
+pub fn quantization(cell: &Cell, scheme: QuantScheme) {
     // A component with no matrix-product layer (a token embedding is a table lookup) has no
     // weights the kernels multiply: it is left out, unless every component is such.
     let with_layers: Vec<&'static crate::ModelDecl> = cell
@@ -52,11 +52,14 @@ fn has_no_linear_layers(part: &'static crate::ModelDecl) -> bool {
         })
 }
 
-fn quantization_of_part(cell: &QuantizationCell, scheme: QuantScheme) -> Result<(), String> {
-    let expected = cell.check(scheme).and_then(|c| c.expected);
+fn quantization_of_part(cell: &Cell, scheme: QuantScheme) -> Result<(), String> {
+    let expected = cell
+        .quantization
+        .and_then(|q| q.check(scheme))
+        .and_then(|c| c.expected);
     let mut measured = QuantizationRecord {
         scheme,
-        group_size: cell.settings.group_size,
+        group_size: settings(cell).group_size,
         adapter: None,
         layers_captured: None,
         sampling: None,
@@ -68,7 +71,7 @@ fn quantization_of_part(cell: &QuantizationCell, scheme: QuantScheme) -> Result<
         memory_saved: None,
         measured_rating: None,
         expected_rating: expected,
-        expected_band: expected.and_then(|r| cell.settings.band(r)),
+        expected_band: expected.and_then(|r| settings(cell).band(r)),
     };
     let mut fixture_record = None;
     let outcome = perform(cell, scheme, &mut measured, &mut fixture_record);
@@ -116,44 +119,24 @@ fn quantization_of_part(cell: &QuantizationCell, scheme: QuantScheme) -> Result<
 }
 
 /// A record of `cell`'s `scheme` check with the identifying fields filled and nothing measured.
-pub(crate) fn blank_record(cell: &QuantizationCell, scheme: QuantScheme) -> Record {
-    Record {
-        run_id: record::run_id().to_string(),
-        time: record::now_rfc3339(),
-        host: record::host(),
-        model: cell.model.model_type.to_string(),
-        component: cell.model.component.map(str::to_string),
-        category: cell.model.category.to_string(),
-        platform: cell.platform.platform,
-        engine_kind: EngineKind::Wgpu,
-        engine: "wgpu".to_string(),
-        check: scheme.check_name().to_string(),
-        status: Outcome::Failed,
-        basis: Basis::Measured,
-        reason: None,
-        error_kind: None,
-        stage: None,
-        providers: None,
-        deviation: None,
-        timing: None,
-        untimed: None,
-        memory: None,
-        fixture: None,
-        library: None,
-        device: None,
-        device_kind: None,
-        cpu_class: None,
-        precision: scheme.name().into(),
-        quantization: None,
-        bench: None,
-        generation: None,
-        runtime_version: crate::record::runtime_version(hwmatrix_cell::EngineKind::Wgpu),
+pub(crate) fn blank_record(cell: &Cell, scheme: QuantScheme) -> Record {
+    record::blank_check(cell, crate::CheckId::Quantization(scheme))
+}
+
+/// How a kernel cell quantizes (model-specs/quantization.yaml, in its cell).
+fn settings(cell: &Cell) -> &'static QuantizationDecl {
+    match cell.quantization {
+        Some(quantization) => quantization.settings,
+        None => panic!(
+            "{} has no quantization checks (it runs the model's graph): generated/ is out of date, run gen",
+            cell.id()
+        ),
     }
 }
 
 #[cfg(not(feature = "wgpu"))]
 fn perform(
-    cell: &QuantizationCell,
+    cell: &Cell,
     _: QuantScheme,
     _: &mut QuantizationRecord,
     _: &mut Option<FixtureRecord>,
@@ -161,15 +144,16 @@ fn perform(
     Err(CheckError::new(
         ErrorKind::EngineNotBuilt,
         format!(
-            "{}: the runtime was built without its `wgpu` feature, which the quantization kernels need (the generated crate's `webgpu` feature turns it on)",
-            cell.id()
+            "{}: the runtime was built without its `wgpu` feature, which the quantization kernels need (the generated crate's `{}` feature turns it on)",
+            cell.id(),
+            cell.platform.feature
         ),
     ))
 }
 
 #[cfg(feature = "wgpu")]
 fn perform(
-    cell: &QuantizationCell,
+    cell: &Cell,
     scheme: QuantScheme,
     measured: &mut QuantizationRecord,
     fixture_record: &mut Option<FixtureRecord>,
@@ -260,7 +244,7 @@ fn perform(
     let mean = errors.iter().sum::<f64>() / errors.len() as f64;
     measured.mean_relative_error = Some(mean);
     measured.max_relative_error = errors.iter().copied().reduce(f64::max);
-    measured.measured_rating = cell.settings.rating_of(mean);
+    measured.measured_rating = settings(cell).rating_of(mean);
     Ok(())
 }
 
@@ -273,16 +257,16 @@ fn measure_layer(
     fixture: &crate::fixture::Fixture,
     layer: &crate::fixture::LinearLayer,
     scheme: QuantScheme,
-    cell: &QuantizationCell,
+    cell: &Cell,
     measured: &mut QuantizationRecord,
     disagreements: &mut Vec<String>,
 ) -> Result<(), CheckError> {
     use crate::quant::{max_abs_difference, products, quantize, relative_error};
     use crate::record::LayerQuantization;
 
-    let group_size = cell.settings.group_size as usize;
+    let group_size = settings(cell).group_size as usize;
     let (x, w) = fixture.linear_layer(layer)?;
-    let bits = scheme.bits(layer.role, &cell.settings.mixed);
+    let bits = scheme.bits(layer.role, &settings(cell).mixed);
     let packed = quantize(&w, layer.out_features, layer.in_features, bits, group_size);
     let got = gpu.linear(&x, layer.rows, &packed)?;
     let products = products(

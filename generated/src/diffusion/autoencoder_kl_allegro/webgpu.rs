@@ -44,7 +44,7 @@ mod firefox {
 /// Select these checks with `cargo test -p generated diffusion::autoencoder_kl_allegro::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet"
         : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
         Quantization(QuantScheme::Int8), int4_quantization =

@@ -44,7 +44,7 @@ mod firefox {
 /// Select these checks with `cargo test -p generated diffusion::autoencoder_kl_hunyuan_video::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "known issue: autoencoder_kl_hunyuan_video has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs … +…"
         : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
         Quantization(QuantScheme::Int8), int4_quantization =

@@ -47,27 +47,27 @@ mod firefox {
 /// Select these checks with `cargo test -p generated diffusion::autoencoder_kl_hunyuanimage_refiner::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "unsupported: autoencoder_kl_hunyuanimage_refiner on webgpu with wgpu: fp16_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanimage_refiner has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanimage_refiner.yaml]"
         : fp16_quantization = Quantization(QuantScheme::Fp16)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "unsupported: autoencoder_kl_hunyuanimage_refiner on webgpu with wgpu: int8_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanimage_refiner has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanimage_refiner.yaml]"
         : int8_quantization = Quantization(QuantScheme::Int8)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "unsupported: autoencoder_kl_hunyuanimage_refiner on webgpu with wgpu: int4_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanimage_refiner has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanimage_refiner.yaml]"
         : int4_quantization = Quantization(QuantScheme::Int4)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "unsupported: autoencoder_kl_hunyuanimage_refiner on webgpu with wgpu: int4_mixed_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanimage_refiner has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanimage_refiner.yaml]"
         : int4_mixed_quantization = Quantization(QuantScheme::Int4Mixed)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "unsupported: autoencoder_kl_hunyuanimage_refiner on webgpu with wgpu: int2_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanimage_refiner has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanimage_refiner.yaml]"
         : int2_quantization = Quantization(QuantScheme::Int2)
     );

@@ -476,50 +476,57 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         ],
     );
 /// autoencoder_kl_hunyuanvideo15 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
-pub static WEBGPU_QUANTIZATION: QuantizationCell = QuantizationCell {
-    model: &super::MODEL,
-    platform: &crate::platforms::WEBGPU,
-    settings: &crate::platforms::QUANTIZATION,
-    checks: &[
-        QuantizationCheck {
-            scheme: QuantScheme::Fp16,
-            planned: Planned::Unsupported {
-                reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: fp16_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
-                basis: Basis::Evidence,
-            },
-            expected: None,
+pub static WEBGPU_WGPU: Cell = Cell::new(
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_WGPU,
+        Planned::Unsupported {
+            reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: fp16_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+            basis: Basis::Evidence,
         },
-        QuantizationCheck {
-            scheme: QuantScheme::Int8,
-            planned: Planned::Unsupported {
-                reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int8_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
-                basis: Basis::Evidence,
+    )
+    .with_quantization(
+        &crate::platforms::QUANTIZATION,
+        &[
+            QuantizationCheck {
+                scheme: QuantScheme::Fp16,
+                planned: Planned::Unsupported {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: fp16_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                },
+                expected: None,
             },
-            expected: None,
-        },
-        QuantizationCheck {
-            scheme: QuantScheme::Int4,
-            planned: Planned::Unsupported {
-                reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int4_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
-                basis: Basis::Evidence,
+            QuantizationCheck {
+                scheme: QuantScheme::Int8,
+                planned: Planned::Unsupported {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int8_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                },
+                expected: None,
             },
-            expected: None,
-        },
-        QuantizationCheck {
-            scheme: QuantScheme::Int4Mixed,
-            planned: Planned::Unsupported {
-                reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int4_mixed_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
-                basis: Basis::Evidence,
+            QuantizationCheck {
+                scheme: QuantScheme::Int4,
+                planned: Planned::Unsupported {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int4_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                },
+                expected: None,
             },
-            expected: None,
-        },
-        QuantizationCheck {
-            scheme: QuantScheme::Int2,
-            planned: Planned::Unsupported {
-                reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int2_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
-                basis: Basis::Evidence,
+            QuantizationCheck {
+                scheme: QuantScheme::Int4Mixed,
+                planned: Planned::Unsupported {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int4_mixed_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                },
+                expected: None,
             },
-            expected: None,
-        },
-    ],
-};
+            QuantizationCheck {
+                scheme: QuantScheme::Int2,
+                planned: Planned::Unsupported {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with wgpu: int2_quantization does not apply (does-not-apply): autoencoder_kl_hunyuanvideo15 has no matrix-product layer the exporter can take weights from (no nn.Linear, Conv1D or ungrouped convolution ran) [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                },
+                expected: None,
+            },
+        ],
+    );

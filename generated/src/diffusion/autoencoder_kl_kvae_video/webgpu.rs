@@ -44,7 +44,7 @@ mod firefox {
 /// Select these checks with `cargo test -p generated diffusion::autoencoder_kl_kvae_video::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "known issue: autoencoder_kl_kvae_video has no fixture to take weights from: exporting: RuntimeError: legacy exporter: TypeError: type Tensor doesn't define __trunc__ method"
         : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
         Quantization(QuantScheme::Int8), int4_quantization =

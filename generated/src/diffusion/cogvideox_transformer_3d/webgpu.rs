@@ -44,7 +44,7 @@ mod firefox {
 /// Select these checks with `cargo test -p generated diffusion::cogvideox_transformer_3d::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "known issue: cogvideox_transformer_3d has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample differs from PyTorch on shape 1: 255 of 256 elements outside abs … + rel ……"
         : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
         Quantization(QuantScheme::Int8), int4_quantization =

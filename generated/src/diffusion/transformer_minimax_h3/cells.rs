@@ -386,50 +386,57 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         ],
     );
 /// transformer_minimax_h3 on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
-pub static WEBGPU_QUANTIZATION: QuantizationCell = QuantizationCell {
-    model: &super::MODEL,
-    platform: &crate::platforms::WEBGPU,
-    settings: &crate::platforms::QUANTIZATION,
-    checks: &[
-        QuantizationCheck {
-            scheme: QuantScheme::Fp16,
-            planned: Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…",
-                stage: Stage::Reference,
-            },
-            expected: None,
+pub static WEBGPU_WGPU: Cell = Cell::new(
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_WGPU,
+        Planned::NotTested {
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…",
+            stage: Stage::Reference,
         },
-        QuantizationCheck {
-            scheme: QuantScheme::Int8,
-            planned: Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…",
-                stage: Stage::Reference,
+    )
+    .with_quantization(
+        &crate::platforms::QUANTIZATION,
+        &[
+            QuantizationCheck {
+                scheme: QuantScheme::Fp16,
+                planned: Planned::NotTested {
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…",
+                    stage: Stage::Reference,
+                },
+                expected: None,
             },
-            expected: None,
-        },
-        QuantizationCheck {
-            scheme: QuantScheme::Int4,
-            planned: Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…",
-                stage: Stage::Reference,
+            QuantizationCheck {
+                scheme: QuantScheme::Int8,
+                planned: Planned::NotTested {
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…",
+                    stage: Stage::Reference,
+                },
+                expected: None,
             },
-            expected: None,
-        },
-        QuantizationCheck {
-            scheme: QuantScheme::Int4Mixed,
-            planned: Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…",
-                stage: Stage::Reference,
+            QuantizationCheck {
+                scheme: QuantScheme::Int4,
+                planned: Planned::NotTested {
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…",
+                    stage: Stage::Reference,
+                },
+                expected: None,
             },
-            expected: None,
-        },
-        QuantizationCheck {
-            scheme: QuantScheme::Int2,
-            planned: Planned::NotTested {
-                reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…",
-                stage: Stage::Reference,
+            QuantizationCheck {
+                scheme: QuantScheme::Int4Mixed,
+                planned: Planned::NotTested {
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…",
+                    stage: Stage::Reference,
+                },
+                expected: None,
             },
-            expected: None,
-        },
-    ],
-};
+            QuantizationCheck {
+                scheme: QuantScheme::Int2,
+                planned: Planned::NotTested {
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…",
+                    stage: Stage::Reference,
+                },
+                expected: None,
+            },
+        ],
+    );

@@ -44,7 +44,7 @@ mod firefox {
 /// Select these checks with `cargo test -p generated diffusion::transformer_nucleusmoe_image::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "known issue: transformer_nucleusmoe_image has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexFloat is an unexpected tensor scalar type"
         : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
         Quantization(QuantScheme::Int8), int4_quantization =

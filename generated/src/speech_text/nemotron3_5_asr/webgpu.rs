@@ -44,7 +44,7 @@ mod firefox {
 /// Select these checks with `cargo test -p generated speech_text::nemotron3_5_asr::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "known issue: nemotron3_5_asr has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at"
         : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
         Quantization(QuantScheme::Int8), int4_quantization =

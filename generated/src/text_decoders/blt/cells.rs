@@ -485,55 +485,63 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         },
     );
 /// blt on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
-pub static WEBGPU_QUANTIZATION: QuantizationCell = QuantizationCell {
-    model: &super::MODEL,
-    platform: &crate::platforms::WEBGPU,
-    settings: &crate::platforms::QUANTIZATION,
-    checks: &[
-        QuantizationCheck {
-            scheme: QuantScheme::Fp16,
-            planned: Planned::KnownIssue {
-                reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible",
-                basis: Basis::Evidence,
-                stage: Some(Stage::Export),
-            },
-            expected: None,
+pub static WEBGPU_WGPU: Cell = Cell::new(
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_WGPU,
+        Planned::KnownIssue {
+            reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible",
+            basis: Basis::Evidence,
+            stage: Some(Stage::Export),
         },
-        QuantizationCheck {
-            scheme: QuantScheme::Int8,
-            planned: Planned::KnownIssue {
-                reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible",
-                basis: Basis::Evidence,
-                stage: Some(Stage::Export),
+    )
+    .with_quantization(
+        &crate::platforms::QUANTIZATION,
+        &[
+            QuantizationCheck {
+                scheme: QuantScheme::Fp16,
+                planned: Planned::KnownIssue {
+                    reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                expected: None,
             },
-            expected: None,
-        },
-        QuantizationCheck {
-            scheme: QuantScheme::Int4,
-            planned: Planned::KnownIssue {
-                reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible",
-                basis: Basis::Evidence,
-                stage: Some(Stage::Export),
+            QuantizationCheck {
+                scheme: QuantScheme::Int8,
+                planned: Planned::KnownIssue {
+                    reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                expected: None,
             },
-            expected: None,
-        },
-        QuantizationCheck {
-            scheme: QuantScheme::Int4Mixed,
-            planned: Planned::KnownIssue {
-                reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible",
-                basis: Basis::Evidence,
-                stage: Some(Stage::Export),
+            QuantizationCheck {
+                scheme: QuantScheme::Int4,
+                planned: Planned::KnownIssue {
+                    reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                expected: None,
             },
-            expected: None,
-        },
-        QuantizationCheck {
-            scheme: QuantScheme::Int2,
-            planned: Planned::KnownIssue {
-                reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible",
-                basis: Basis::Evidence,
-                stage: Some(Stage::Export),
+            QuantizationCheck {
+                scheme: QuantScheme::Int4Mixed,
+                planned: Planned::KnownIssue {
+                    reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                expected: None,
             },
-            expected: None,
-        },
-    ],
-};
+            QuantizationCheck {
+                scheme: QuantScheme::Int2,
+                planned: Planned::KnownIssue {
+                    reason: "blt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                expected: None,
+            },
+        ],
+    );

@@ -209,35 +209,39 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
     )
     .with_generation(&super::GENERATION, Planned::Run);
 /// falcon on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
-pub static WEBGPU_QUANTIZATION: QuantizationCell = QuantizationCell {
-    model: &super::MODEL,
-    platform: &crate::platforms::WEBGPU,
-    settings: &crate::platforms::QUANTIZATION,
-    checks: &[
-        QuantizationCheck {
-            scheme: QuantScheme::Fp16,
-            planned: Planned::Run,
-            expected: None,
-        },
-        QuantizationCheck {
-            scheme: QuantScheme::Int8,
-            planned: Planned::Run,
-            expected: None,
-        },
-        QuantizationCheck {
-            scheme: QuantScheme::Int4,
-            planned: Planned::Run,
-            expected: None,
-        },
-        QuantizationCheck {
-            scheme: QuantScheme::Int4Mixed,
-            planned: Planned::Run,
-            expected: None,
-        },
-        QuantizationCheck {
-            scheme: QuantScheme::Int2,
-            planned: Planned::Run,
-            expected: None,
-        },
-    ],
-};
+pub static WEBGPU_WGPU: Cell = Cell::new(
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_WGPU,
+        Planned::Run,
+    )
+    .with_quantization(
+        &crate::platforms::QUANTIZATION,
+        &[
+            QuantizationCheck {
+                scheme: QuantScheme::Fp16,
+                planned: Planned::Run,
+                expected: None,
+            },
+            QuantizationCheck {
+                scheme: QuantScheme::Int8,
+                planned: Planned::Run,
+                expected: None,
+            },
+            QuantizationCheck {
+                scheme: QuantScheme::Int4,
+                planned: Planned::Run,
+                expected: None,
+            },
+            QuantizationCheck {
+                scheme: QuantScheme::Int4Mixed,
+                planned: Planned::Run,
+                expected: None,
+            },
+            QuantizationCheck {
+                scheme: QuantScheme::Int2,
+                planned: Planned::Run,
+                expected: None,
+            },
+        ],
+    );

@@ -41,8 +41,8 @@ mod firefox {
 /// Select these checks with `cargo test -p generated text_decoders::hy_v3::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, gate = gate_webgpu_wgpu :
-        fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
+        super::super::cells::WEBGPU_WGPU, gate = gate_webgpu_wgpu : fp16_quantization =
+        Quantization(QuantScheme::Fp16), int8_quantization =
         Quantization(QuantScheme::Int8), int4_quantization =
         Quantization(QuantScheme::Int4), int4_mixed_quantization =
         Quantization(QuantScheme::Int4Mixed), int2_quantization =

@@ -59,7 +59,7 @@ mod firefox {
 /// Select these checks with `cargo test -p generated text_decoders::longcat_flash::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "known issue: longcat_flash has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from…"
         : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
         Quantization(QuantScheme::Int8), int4_quantization =

@@ -44,7 +44,7 @@ mod firefox {
 /// Select these checks with `cargo test -p generated vision::bit::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "known issue: bit has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs ……"
         : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
         Quantization(QuantScheme::Int8), int4_quantization =

@@ -386,50 +386,57 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         ],
     );
 /// dinat on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.
-pub static WEBGPU_QUANTIZATION: QuantizationCell = QuantizationCell {
-    model: &super::MODEL,
-    platform: &crate::platforms::WEBGPU,
-    settings: &crate::platforms::QUANTIZATION,
-    checks: &[
-        QuantizationCheck {
-            scheme: QuantScheme::Fp16,
-            planned: Planned::NotTested {
-                reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
-                stage: Stage::Reference,
-            },
-            expected: None,
+pub static WEBGPU_WGPU: Cell = Cell::new(
+        &super::MODEL,
+        &crate::platforms::WEBGPU,
+        &crate::platforms::WEBGPU_WGPU,
+        Planned::NotTested {
+            reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
+            stage: Stage::Reference,
         },
-        QuantizationCheck {
-            scheme: QuantScheme::Int8,
-            planned: Planned::NotTested {
-                reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
-                stage: Stage::Reference,
+    )
+    .with_quantization(
+        &crate::platforms::QUANTIZATION,
+        &[
+            QuantizationCheck {
+                scheme: QuantScheme::Fp16,
+                planned: Planned::NotTested {
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
+                    stage: Stage::Reference,
+                },
+                expected: None,
             },
-            expected: None,
-        },
-        QuantizationCheck {
-            scheme: QuantScheme::Int4,
-            planned: Planned::NotTested {
-                reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
-                stage: Stage::Reference,
+            QuantizationCheck {
+                scheme: QuantScheme::Int8,
+                planned: Planned::NotTested {
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
+                    stage: Stage::Reference,
+                },
+                expected: None,
             },
-            expected: None,
-        },
-        QuantizationCheck {
-            scheme: QuantScheme::Int4Mixed,
-            planned: Planned::NotTested {
-                reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
-                stage: Stage::Reference,
+            QuantizationCheck {
+                scheme: QuantScheme::Int4,
+                planned: Planned::NotTested {
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
+                    stage: Stage::Reference,
+                },
+                expected: None,
             },
-            expected: None,
-        },
-        QuantizationCheck {
-            scheme: QuantScheme::Int2,
-            planned: Planned::NotTested {
-                reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
-                stage: Stage::Reference,
+            QuantizationCheck {
+                scheme: QuantScheme::Int4Mixed,
+                planned: Planned::NotTested {
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
+                    stage: Stage::Reference,
+                },
+                expected: None,
             },
-            expected: None,
-        },
-    ],
-};
+            QuantizationCheck {
+                scheme: QuantScheme::Int2,
+                planned: Planned::NotTested {
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
+                    stage: Stage::Reference,
+                },
+                expected: None,
+            },
+        ],
+    );

@@ -44,7 +44,7 @@ mod firefox {
 /// Select these checks with `cargo test -p generated vision::dinat::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment"
         : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
         Quantization(QuantScheme::Int8), int4_quantization =

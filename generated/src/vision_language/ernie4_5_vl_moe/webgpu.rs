@@ -54,7 +54,7 @@ mod firefox {
 /// Select these checks with `cargo test -p generated vision_language::ernie4_5_vl_moe::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "known issue: ernie4_5_vl_moe has no fixture to take weights from: exporting: the Python worker died (signal: 8 (SIGFPE))"
         : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
         Quantization(QuantScheme::Int8), int4_quantization =

@@ -59,7 +59,7 @@ mod firefox {
 /// Select these checks with `cargo test -p generated vision_language::inkling2::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "known issue: inkling2 has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Unsupported: ONNX export of operator Unfold, input size not accessible"
         : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
         Quantization(QuantScheme::Int8), int4_quantization =

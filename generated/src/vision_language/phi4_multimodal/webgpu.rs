@@ -44,7 +44,7 @@ mod firefox {
 /// Select these checks with `cargo test -p generated vision_language::phi4_multimodal::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "known issue: phi4_multimodal has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH…"
         : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
         Quantization(QuantScheme::Int8), int4_quantization =

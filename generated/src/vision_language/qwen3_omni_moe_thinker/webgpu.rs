@@ -54,7 +54,7 @@ mod firefox {
 /// Select these checks with `cargo test -p generated vision_language::qwen3_omni_moe_thinker::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "known issue: qwen3_omni_moe_thinker has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while…"
         : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
         Quantization(QuantScheme::Int8), int4_quantization =

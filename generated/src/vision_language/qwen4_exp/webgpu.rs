@@ -59,7 +59,7 @@ mod firefox {
 /// Select these checks with `cargo test -p generated vision_language::qwen4_exp::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "known issue: qwen4_exp has no fixture to take weights from: exporting: RuntimeError: component language (language_model): RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at…"
         : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
         Quantization(QuantScheme::Int8), int4_quantization =

@@ -59,7 +59,7 @@ mod firefox {
 /// Select these checks with `cargo test -p generated vision_language::udop::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "known issue: udop has no fixture to take weights from: exporting: RuntimeError: legacy exporter: RuntimeError: 0 INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/jit/ir/alias_analysis.cpp\":623, please…"
         : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
         Quantization(QuantScheme::Int8), int4_quantization =

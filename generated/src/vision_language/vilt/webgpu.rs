@@ -44,7 +44,7 @@ mod firefox {
 /// Select these checks with `cargo test -p generated vision_language::vilt::webgpu::wgpu::`.
 mod wgpu {
     runtime::checks!(
-        super::super::cells::WEBGPU_QUANTIZATION, ignore =
+        super::super::cells::WEBGPU_WGPU, ignore =
         "known issue: vilt has no fixture to take weights from: exporting: RuntimeError: legacy exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got…"
         : fp16_quantization = Quantization(QuantScheme::Fp16), int8_quantization =
         Quantization(QuantScheme::Int8), int4_quantization =

@@ -2,7 +2,7 @@
 //! declaration (`mod.rs`), its cells (`cells.rs`), and the platforms of
 //! hardware.yaml (`platforms.rs`).
 
-use hwmatrix_cell::{Planned, Platform, decl};
+use hwmatrix_cell::{EngineKind, Planned, Platform, decl};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
 use std::collections::BTreeMap;
@@ -178,7 +178,7 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
         }
     });
     let quantization = plan.quantization.as_ref().map(|q| {
-        let name = ident(&quantization_const(q.platform));
+        let name = ident(&kernel_const(q.platform));
         let platform = ident(&q.platform.name().to_uppercase());
         let doc = format!(" {} on {}: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.", plan.model.spec.model_type, q.platform);
         let checks = q.checks.iter().map(|c| {
@@ -193,14 +193,23 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
             };
             quote!(QuantizationCheck { scheme: QuantScheme::#scheme, planned: #planned, expected: #expected })
         });
+        // The kernel cell runs when any of its schemes does (then its model has a
+        // fixture); otherwise its first scheme's reason stands for the cell.
+        let cell_planned = q
+            .checks
+            .iter()
+            .find(|c| matches!(c.planned, Planned::Run))
+            .or(q.checks.first())
+            .map_or(quote!(Planned::Run), |c| planned(&c.planned));
         quote! {
             #[doc = #doc]
-            pub static #name: QuantizationCell = QuantizationCell {
-                model: &super::MODEL,
-                platform: &crate::platforms::#platform,
-                settings: &crate::platforms::QUANTIZATION,
-                checks: &[ #(#checks),* ],
-            };
+            pub static #name: Cell = Cell::new(
+                &super::MODEL,
+                &crate::platforms::#platform,
+                &crate::platforms::#name,
+                #cell_planned,
+            )
+            .with_quantization(&crate::platforms::QUANTIZATION, &[ #(#checks),* ]);
         }
     });
     quote! {
@@ -211,12 +220,14 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
     }
 }
 
-/// The name of a model's quantization checks in `cells.rs`: `WEBGPU_QUANTIZATION`.
-pub fn quantization_const(platform: Platform) -> String {
-    format!("{}_QUANTIZATION", platform.name().to_uppercase())
+/// The name of a model's kernel cell (its quantization checks on wgpu) in
+/// `cells.rs`, and of its engine in `platforms.rs`: `WEBGPU_WGPU`.
+pub fn kernel_const(platform: Platform) -> String {
+    format!("{}_{}", platform.name(), EngineKind::Wgpu.module(platform)).to_uppercase()
 }
 
-/// `QUANTIZATION` in `platforms.rs`: model-specs/quantization.yaml, where its platform is planned.
+/// `QUANTIZATION` in `platforms.rs`: model-specs/quantization.yaml, where its
+/// platform is planned, and the engine of its kernel cells (wgpu).
 fn quantization_settings(
     platforms: &[PlatformPlan],
     file: &QuantizationFile,
@@ -232,7 +243,11 @@ fn quantization_settings(
             quote!((runtime::Rating::#rating, #bound))
         });
         let doc = format!(" model-specs/quantization.yaml: how {}'s quantization checks quantize, and each rating's bound on the mean relative error.", file.platform);
+        let engine = ident(&kernel_const(file.platform));
+        let engine_doc = format!(" The engine of {}'s kernel cells: wgpu, running the quantization checks' WGSL kernels on the models' own weights.", file.platform);
         quote! {
+            #[doc = #engine_doc]
+            pub static #engine: runtime::Engine = runtime::Engine::Wgpu;
             #[doc = #doc]
             pub static QUANTIZATION: runtime::QuantizationDecl = runtime::QuantizationDecl {
                 group_size: #group_size,

@@ -164,42 +164,38 @@ fn every_model_files(plan: &Plan) -> Result<Files, String> {
     Ok(files)
 }
 
-/// A reference to every model's cells, and to every model's quantization cell, in spec
-/// order: the entries of `CELLS` and `QUANTIZATION_CELLS`.
-fn cell_refs(plan: &Plan) -> (Vec<TokenStream>, Vec<TokenStream>) {
+/// A reference to every model's cells (its kernel cell last), in spec order:
+/// the entries of `CELLS`.
+fn cell_refs(plan: &Plan) -> Vec<TokenStream> {
     let mut all_cells = Vec::new();
-    let mut quantization_cells = Vec::new();
     for model_plan in &plan.models {
         let spec = &model_plan.model.spec;
-        let module = &model_plan.model.module;
-        for cell in &model_plan.cells {
-            let (category, model, name) = (
-                format_ident!("{}", spec.category),
-                format_ident!("{}", module),
-                format_ident!("{}", cells::cell_const(cell)),
-            );
+        let (category, model) = (
+            format_ident!("{}", spec.category),
+            format_ident!("{}", model_plan.model.module),
+        );
+        let names = model_plan.cells.iter().map(cells::cell_const).chain(
+            model_plan
+                .quantization
+                .as_ref()
+                .map(|q| cells::kernel_const(q.platform)),
+        );
+        for name in names {
+            let name = format_ident!("{}", name);
             all_cells.push(quote!(&#category::#model::cells::#name));
         }
-        if let Some(q) = &model_plan.quantization {
-            let (category, model, name) = (
-                format_ident!("{}", spec.category),
-                format_ident!("{}", module),
-                format_ident!("{}", cells::quantization_const(q.platform)),
-            );
-            quantization_cells.push(quote!(&#category::#model::cells::#name));
-        }
     }
-    (all_cells, quantization_cells)
+    all_cells
 }
 
-/// The crate's lib.rs: its modules, the `CELLS` and `QUANTIZATION_CELLS` indexes, and the
+/// The crate's lib.rs: its modules, the `CELLS` index, and the
 /// ledger tests that record the cells that do not run.
 fn lib_module(
     plan: &Plan,
     categories: &BTreeMap<&str, Vec<&str>>,
     specs_folder: &str,
 ) -> TokenStream {
-    let (all_cells, quantization_cells) = cell_refs(plan);
+    let all_cells = cell_refs(plan);
     let category_mods = categories.keys().map(|c| format_ident!("{}", c));
     let doc = format!(
         " The hwmatrix cells: {} models × {} platforms, rendered by `gen` from {specs_folder}/.",
@@ -219,9 +215,6 @@ fn lib_module(
         /// Every cell of this crate, in spec order.
         pub static CELLS: &[&runtime::Cell] = &[ #(#all_cells),* ];
 
-        /// Every model's quantization checks (webgpu), in spec order.
-        pub static QUANTIZATION_CELLS: &[&runtime::QuantizationCell] = &[ #(#quantization_cells),* ];
-
         /// Cells that do not run in this build (unsupported, known issue, or
         /// their platform's feature off) leave a record each, with its reason,
         /// so a report can tell "not tried" from "no evidence".
@@ -231,9 +224,7 @@ fn lib_module(
             #[test]
             fn cells_that_do_not_run_are_recorded() {
                 let written = runtime::ledger::record_cells_not_run(super::CELLS, |cell| cell.features().all(super::platforms::feature_on))
-                    .unwrap_or_else(|e| panic!("{e}"))
-                    + runtime::ledger::record_quantization_not_run(super::QUANTIZATION_CELLS, |cell| super::platforms::feature_on(cell.platform.feature))
-                        .unwrap_or_else(|e| panic!("{e}"));
+                    .unwrap_or_else(|e| panic!("{e}"));
                 runtime::ledger::assert_recorded(written);
             }
 

@@ -75,7 +75,7 @@ fn quantization_checks(plan: &QuantizationPlan, hardware: &PlatformSpec) -> serd
         .iter()
         .map(|c| (CheckId::Quantization(c.scheme), &c.planned));
     serde_json::json!({
-        "cell_const": super::cells::quantization_const(plan.platform),
+        "cell_const": super::cells::kernel_const(plan.platform),
         "gate": Gate::of_quantization(hardware).name,
         "invocations": invocations(checks),
     })

@@ -42,12 +42,7 @@ fn open() -> Result<Gpu, String> {
         label: Some("hwmatrix quantized linear"),
         ..Default::default()
     }))
-    .map_err(|e| {
-        format!(
-            "the WebGPU adapter {} refused a device: {e}",
-            report.summary()
-        )
-    })?;
+    .map_err(|e| format!("wgpu's adapter {} refused a device: {e}", report.summary()))?;
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("quantized_linear.wgsl"),
         source: wgpu::ShaderSource::Wgsl(SHADER.into()),
