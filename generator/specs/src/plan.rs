@@ -102,7 +102,7 @@ pub struct QuantizationCheckPlan {
     /// (the evidence store). The platform's whole-model cells do not
     /// decide it: the kernels need only the fixture's weights.
     pub planned: Planned<String>,
-    /// The spec's `web_quantization.webgpu` rating of the scheme.
+    /// The spec's `web_quantization` rating of the scheme on the platform.
     pub expected: Option<Rating>,
 }
 
@@ -724,8 +724,7 @@ fn plan_quantization(specs: &Specs, model: &LoadedModel) -> QuantizationPlan {
             let expected = spec
                 .web_quantization
                 .as_ref()
-                .and_then(|w| w.webgpu.as_ref())
-                .and_then(|r| r.get(&scheme).copied());
+                .and_then(|w| w.rating(platform, scheme));
             QuantizationCheckPlan {
                 scheme,
                 planned,

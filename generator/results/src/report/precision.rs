@@ -268,7 +268,7 @@ fn worst_agreement(e: &LatestRecord) -> (Option<f64>, Option<f64>, Option<f64>) 
     )
 }
 
-/// The spec's `web_quantization` rating of the scheme a format is an instance of, on a web platform.
+/// The spec's `web_quantization` rating of the scheme a format is an instance of, on the platform.
 fn rating(plan: &Plan, model: &str, platform: &str, precision: &str) -> Option<String> {
     use hwmatrix_cell::QuantScheme;
     let scheme = match precision {
@@ -283,22 +283,20 @@ fn rating(plan: &Plan, model: &str, platform: &str, precision: &str) -> Option<S
         .find(|m| m.model.spec.model_type == model)?
         .model
         .spec;
-    let web = spec.web_quantization.as_ref()?;
-    let ratings = match platform {
-        "webgpu" => web.webgpu.as_ref(),
-        "webnn" => web.webnn.as_ref(),
-        _ => None,
-    }?;
-    ratings.get(&scheme).map(|q| {
-        format!(
-            "{} {}",
-            scheme.name(),
-            serde_json::to_value(q)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default()
-        )
-    })
+    let platform = hwmatrix_cell::Platform::from_name(platform)?;
+    spec.web_quantization
+        .as_ref()?
+        .rating(platform, scheme)
+        .map(|q| {
+            format!(
+                "{} {}",
+                scheme.name(),
+                serde_json::to_value(q)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default()
+            )
+        })
 }
 
 /// The precision rows of the report's records (`evidence`), and the real checkpoints' records

@@ -749,11 +749,17 @@ pub enum OverrideStatus {
     KnownIssue,
 }
 
+/// The seeds' ratings of each weight quantization scheme, per platform
+/// (`web_quantization: {webgpu: {fp16: excellent, ...}, webnn: {...}}`):
+/// expectations shown beside what the checks measure, never judged on a
+/// tiny model's random weights.
 #[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct WebQuantization {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub webgpu: Option<BTreeMap<QuantScheme, Rating>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub webnn: Option<BTreeMap<QuantScheme, Rating>>,
+#[serde(transparent)]
+pub struct WebQuantization(pub BTreeMap<Platform, BTreeMap<QuantScheme, Rating>>);
+
+impl WebQuantization {
+    /// The spec's rating of `scheme` on `platform`, where it rates it.
+    pub fn rating(&self, platform: Platform, scheme: QuantScheme) -> Option<Rating> {
+        self.0.get(&platform)?.get(&scheme).copied()
+    }
 }
