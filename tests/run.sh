@@ -21,9 +21,10 @@
 #      emulator (its text, vision and audio architectures), of a thirty-second of the
 #      architectures, then the store's qnn slice (the same thirty-second). The sixteenth is
 #      slice K of 16 of the architectures (gen list --slice), K the commit count modulo 16,
-#      the thirty-second slice K of 32 (inside it), each with the high-priority models every
-#      run: 16 commits in a row measure every cpu and wgpu cell, 32 every openvino and qnn
-#      cell (HWMATRIX_ALL_CELLS=1: all of them in one run)
+#      the thirty-second slice K of 32 (inside it), the sixteenth with the high-priority
+#      models every run, the thirty-second with a quarter of them: 16 commits in a row
+#      measure every cpu and wgpu cell, 32 every openvino and qnn cell, 4 the high-priority
+#      models' (HWMATRIX_ALL_CELLS=1: all of them in one run)
 #   5. webgpu's quantization checks of the sixteenth (wgpu's WGSL kernels on Mesa's
 #      lavapipe, five schemes each), the web cells of an eighth of the high-priority models
 #      (webnn and webgpu in headless Chromium, webgpu in Firefox, and webgpu natively through ONNX
@@ -211,8 +212,8 @@ gen="$CARGO_TARGET_DIR/debug/gen"
 # 16, K the commit count modulo 16: `gen list --slice` cuts them into slices that differ by
 # one model at most) on cpu (both engines) and wgpu's kernels, of a thirty-second of them on
 # openvino (both engines, NNCF's formats included) and qnn (its text, vision and audio
-# architectures; the lanes below), and the high-priority models' every run: 16 and 32 commits
-# in a row measure every such cell, and a cell that regresses fails the run that measures it
+# architectures; the lanes below), and the high-priority models' every run (a quarter of them
+# a run in the lanes): 16 and 32 commits in a row measure every such cell, and a cell that regresses fails the run that measures it
 # (its test). An eighth a run (slices of 67 to 90 models then,
 # by a hash modulo 8) took a cold run 47 to 60 minutes, its export 8 to 15 of them. The
 # store's slices below (16 and 64 commits) fall inside this one, so they read fixtures it
@@ -236,21 +237,30 @@ while IFS=$'\t' read -r model_type _; do in_cells[$model_type]=1; done < <("$gen
 # runtime 9 min 32 s, its provider 4 min 57 s, qnn 11 min 25 s with the store's qnn slice; the
 # workspace's tests 9 min 29 s), and a cold run's cores are busy from start to end (vmstat), so
 # its time is its total work. They measure a thirty-second a run: slice K of 32, K the commit
-# count modulo 32, which lies inside the run's sixteenth (whose fixtures it reads), with the
-# high-priority models every run; 32 commits in a row measure every openvino and qnn cell.
+# count modulo 32, which lies inside the run's sixteenth (whose fixtures it reads), with a
+# quarter of the high-priority models; 32 commits in a row measure every openvino and qnn
+# cell, 4 every high-priority model's.
 lanes="$((commit % 32))/32"
 declare -A in_lanes
 while IFS=$'\t' read -r model_type _; do in_lanes[$model_type]=1; done < <("$gen" list --test-paths --slice "$lanes")
 # run_modules: the cells' test paths (category::module::); run_models: the fixtures exported
 # (theirs and partitions.sh's); outside_run: --skip for every other module; lane_modules and
-# outside_lanes: the same for the lanes' thirty-second; web_modules: the high-priority models
-# whose web cells this run runs (an eighth of them, by the commit count: their browser cells
-# took 8 minutes a run for all 13, 5 for four of them).
+# outside_lanes: the same for the lanes' thirty-second and a quarter of the high-priority
+# models (by the commit count: all 13 were about two fifths of the lanes' cells, as many as
+# the thirty-second's own); web_modules: the high-priority models whose web cells this run
+# runs (an eighth of them, by the commit count: their browser cells took 8 minutes a run for
+# all 13, 5 for four of them).
 run_modules=() run_models=() outside_run=() lane_modules=() outside_lanes=() web_modules=()
 n=0
 while IFS=$'\t' read -r model_type path; do
-  high=; [[ " ${high_priority_models[*]} " == *" $model_type "* ]] && high=1
-  if [[ -n "${HWMATRIX_ALL_CELLS:-}${in_lanes[$model_type]:-}$high" ]]; then
+  high= lane_high= web_high=
+  if [[ " ${high_priority_models[*]} " == *" $model_type "* ]]; then
+    high=1
+    (( n % 4 == commit % 4 )) && lane_high=1
+    (( n % 8 == commit % 8 )) && web_high=1
+    n=$((n + 1))
+  fi
+  if [[ -n "${HWMATRIX_ALL_CELLS:-}${in_lanes[$model_type]:-}$lane_high" ]]; then
     lane_modules+=("$path")
   else
     outside_lanes+=(--skip "$path")
@@ -264,10 +274,7 @@ while IFS=$'\t' read -r model_type path; do
     outside_run+=(--skip "$path")
     [[ "$path" == text_encoders::[a-c]* ]] && run_models+=(--model "$model_type")
   fi
-  if [[ -n $high ]]; then
-    (( n % 8 == commit % 8 )) && web_modules+=("$path")
-    n=$((n + 1))
-  fi
+  [[ -z $web_high ]] || web_modules+=("$path")
 done < <("$gen" list --test-paths)
 # filters_of CELL: `<category>::<module>::CELL` for each module of web_modules.
 filters_of() { local module; for module in "${web_modules[@]}"; do printf '%s%s\n' "$module" "$1"; done; }
@@ -366,7 +373,7 @@ openvino_runtime_cells() {
   "$gen" fixtures "${run_models[@]}"
   lanes_cells --test-threads=1 ::openvino::ov:: ::cpu::onnx::matches_reference "${outside_lanes[@]}"
 }
-step "the openvino cells of slice $lanes and the high-priority models: ONNX Runtime's OpenVINO provider and OpenVINO's runtime (the CPU device; provider verified from the session profile, runtime from the compiled model), beside the steps below"
+step "the openvino cells of slice $lanes and a quarter of the high-priority models: ONNX Runtime's OpenVINO provider and OpenVINO's runtime (the CPU device; provider verified from the session profile, runtime from the compiled model), beside the steps below"
 in_background "the openvino provider's cells" openvino_provider_cells
 in_background "OpenVINO's runtime cells" openvino_runtime_cells
 
@@ -385,7 +392,7 @@ in_background "OpenVINO's runtime cells" openvino_runtime_cells
 # that the re-verification stays a few minutes of the run. Slice K of 32 lies inside slice
 # K mod 16 of 16, the run's. Each platform runs in the test binary already built for it
 # (--features).
-native="$((commit % 16))/16" qnn_store="$((commit % 32))/32" web="$((commit % 64))/64"
+native="$((commit % 16))/16" qnn_store=$lanes web="$((commit % 64))/64"
 
 # Qualcomm's HTP: onnxruntime-qnn's plugin with its x86-64 HTP emulator, strict
 # (no CPU fallback), one static-shape graph per input shape; each check in a
@@ -394,7 +401,7 @@ native="$((commit % 16))/16" qnn_store="$((commit % 32))/32" web="$((commit % 64
 # categories `gen measure --platform qnn` has measured (the other categories' cells have
 # no qnn evidence yet: docs/platforms.md), the lanes' thirty-second of them (32 commits in a
 # row run them all; the store's failures are re-verified by its slices),
-# and the high-priority ones among them every run; the store's qnn slice follows in their lane.
+# and the lanes' quarter of the high-priority ones; the store's qnn slice follows in their lane.
 qnn_filters=()
 for module in "${lane_modules[@]}"; do
   case $module in
@@ -405,7 +412,7 @@ qnn_lane() {
   lanes_cells "${qnn_filters[@]}"
   "$gen" measure --platform qnn --verify --slice "$qnn_store" --features qnn,openvino
 }
-step "the qnn cells of slice $lanes of the text, vision and audio architectures and of their high-priority models (Qualcomm's HTP emulator, provider verified from the session profile), then the store's qnn slice $qnn_store, beside the steps below"
+step "the qnn cells of slice $lanes of the text, vision and audio architectures and of a quarter of their high-priority models (Qualcomm's HTP emulator, provider verified from the session profile), then the store's qnn slice $qnn_store, beside the steps below"
 in_background "the qnn cells and the store's qnn slice" qnn_lane
 
 wait_for_build "$workspace_built"
