@@ -313,15 +313,22 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
             ),
         ],
     );
-/// transformer_joyimage_edit_plus on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
+/// transformer_joyimage_edit_plus on webgpu: not-tested (onnxruntime-web in headless Chromium, webgpu).
 pub static WEBGPU_BROWSER: Cell = Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_BROWSER,
-        Planned::Run,
+        Planned::NotTested {
+            reason: "not tested here: transformer_joyimage_edit_plus on webgpu with browser: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/transformer_joyimage_edit_plus.yaml]",
+            stage: Stage::Run,
+        },
     )
     .with_check_plans(
         &[
+            CheckPlan {
+                check: "runs",
+                planned: Planned::Run,
+            },
             CheckPlan {
                 check: "dynamic_shapes",
                 planned: Planned::KnownIssue {
@@ -337,7 +344,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_joyimage_edit_plus on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_joyimage_edit_plus.yaml]",
+                    reason: "transformer_joyimage_edit_plus on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_joyimage_edit_plus.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -346,7 +353,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "transformer_joyimage_edit_plus on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_joyimage_edit_plus.yaml]",
+                    reason: "transformer_joyimage_edit_plus on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_joyimage_edit_plus.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -355,7 +362,7 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "transformer_joyimage_edit_plus on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_joyimage_edit_plus.yaml]",
+                    reason: "transformer_joyimage_edit_plus on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_joyimage_edit_plus.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Run),
                 },
@@ -419,7 +426,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::NotTested {
-            reason: "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_joyimage_edit_plus.yaml]",
+            reason: "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/transformer_joyimage_edit_plus.yaml] (the store also holds runs)",
             stage: Stage::Run,
         },
     )
@@ -427,13 +434,24 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &[
             CheckPlan {
                 check: "runs",
-                planned: Planned::Run,
+                planned: Planned::NotTested {
+                    reason: "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: runs failed: the environment here (not tested here) (timeout): opening the harness page took longer than its limit of 60 s [model-specs/evidence/transformer_joyimage_edit_plus.yaml]",
+                    stage: Stage::Run,
+                },
+            },
+            CheckPlan {
+                check: "matches_reference",
+                planned: Planned::NotTested {
+                    reason: "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/transformer_joyimage_edit_plus.yaml]",
+                    stage: Stage::Run,
+                },
             },
             CheckPlan {
                 check: "dynamic_shapes",
-                planned: Planned::NotTested {
-                    reason: "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_joyimage_edit_plus.yaml]",
-                    stage: Stage::Run,
+                planned: Planned::KnownIssue {
+                    reason: "transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_joyimage_edit_plus.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
             },
         ],
@@ -442,25 +460,28 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &[
             PrecisionCheck::new(
                 Precision::Fp16,
-                Planned::NotTested {
-                    reason: "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_joyimage_edit_plus.yaml] (the store also holds matches_reference)",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_joyimage_edit_plus.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
             ),
             PrecisionCheck::new(
                 Precision::Q4,
-                Planned::NotTested {
-                    reason: "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_joyimage_edit_plus.yaml] (the store also holds matches_reference)",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_joyimage_edit_plus.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::NotTested {
-                    reason: "not tested here: transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_joyimage_edit_plus.yaml] (the store also holds matches_reference)",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "transformer_joyimage_edit_plus on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_joyimage_edit_plus.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),

@@ -437,7 +437,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::KnownIssue {
-            reason: "transformer_skyreels_v2 on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_skyreels_v2.yaml] (the store also holds runs)",
+            reason: "transformer_skyreels_v2 on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_skyreels_v2.yaml] (the store also holds matches_reference)",
             basis: Basis::Evidence,
             stage: Some(Stage::Load),
         },
@@ -454,18 +454,16 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             },
             CheckPlan {
                 check: "matches_reference",
-                planned: Planned::KnownIssue {
-                    reason: "transformer_skyreels_v2 on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_skyreels_v2.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Load),
+                planned: Planned::NotTested {
+                    reason: "not tested here: transformer_skyreels_v2 on webgpu with firefox: matches_reference failed: the environment here (not tested here) (timeout): opening the harness page took longer than its limit of 60 s [model-specs/evidence/transformer_skyreels_v2.yaml]",
+                    stage: Stage::Run,
                 },
             },
             CheckPlan {
                 check: "dynamic_shapes",
-                planned: Planned::KnownIssue {
-                    reason: "transformer_skyreels_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_skyreels_v2.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Load),
+                planned: Planned::NotTested {
+                    reason: "not tested here: transformer_skyreels_v2 on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (timeout): opening the harness page took longer than its limit of 60 s [model-specs/evidence/transformer_skyreels_v2.yaml]",
+                    stage: Stage::Run,
                 },
             },
         ],
@@ -475,7 +473,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Fp16,
                 Planned::KnownIssue {
-                    reason: "transformer_skyreels_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_skyreels_v2.yaml] (the store also holds matches_reference, runs)",
+                    reason: "transformer_skyreels_v2 on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_skyreels_v2.yaml] (the store also holds dynamic_shapes, matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -484,7 +482,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4,
                 Planned::KnownIssue {
-                    reason: "transformer_skyreels_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_skyreels_v2.yaml] (the store also holds matches_reference, runs)",
+                    reason: "transformer_skyreels_v2 on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_skyreels_v2.yaml] (the store also holds dynamic_shapes, matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },
@@ -493,7 +491,7 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
-                    reason: "transformer_skyreels_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_skyreels_v2.yaml] (the store also holds matches_reference, runs)",
+                    reason: "transformer_skyreels_v2 on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_skyreels_v2.yaml] (the store also holds dynamic_shapes, matches_reference)",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

@@ -52,7 +52,7 @@ mod native {
         Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
-/// transformer_skyreels_v2 on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (transformer_skyreels_v2 on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_skyreels_v2.yaml] (the store also holds runs)).
+/// transformer_skyreels_v2 on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (transformer_skyreels_v2 on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_skyreels_v2.yaml] (the store also holds matches_reference)).
 ///
 /// Select this cell with `cargo test -p generated diffusion::transformer_skyreels_v2::webgpu::firefox::`.
 mod firefox {
@@ -63,17 +63,17 @@ mod firefox {
     );
     runtime::checks!(
         super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: transformer_skyreels_v2 on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_skyreels_v2.yaml]"
+        "not tested here: transformer_skyreels_v2 on webgpu with firefox: matches_reference failed: the environment here (not tested here) (timeout): opening the harness page took longer than its limit of 60 s [model-specs/evidence/transformer_skyreels_v2.yaml]"
         : matches_reference = MatchesReference
     );
     runtime::checks!(
         super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: transformer_skyreels_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_skyreels_v2.yaml]"
+        "not tested here: transformer_skyreels_v2 on webgpu with firefox: dynamic_shapes failed: the environment here (not tested here) (timeout): opening the harness page took longer than its limit of 60 s [model-specs/evidence/transformer_skyreels_v2.yaml]"
         : dynamic_shapes = DynamicShapes
     );
     runtime::checks!(
         super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: transformer_skyreels_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_skyreels_v2.yaml] (the store also holds matches_reference, runs)"
+        "known issue: transformer_skyreels_v2 on webgpu with firefox: runs failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_skyreels_v2.yaml] (the store also holds dynamic_shapes, matches_reference)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
         Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
