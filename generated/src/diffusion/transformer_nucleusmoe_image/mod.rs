@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "transformer_nucleusmoe_image",
     category: "diffusion",
     spec_path: "model-specs/models/diffusion/transformer_nucleusmoe_image.yaml",
-    spec_digest: "c03b8958e7d6e675b6428ab0870dd1ab2123721981a477476882214c843cc00b",
+    spec_digest: "1e25d3723d5fccb7d54e566c817765c165ff48a6ea5d003e64319393536b7875",
     inputs: &[
         runtime::TensorDecl {
             name: "hidden_states",
