@@ -455,21 +455,32 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_FIREFOX,
         Planned::NotTested {
-            reason: "not tested here: qwen2_5_omni_thinker on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/qwen2_5_omni_thinker.yaml]",
+            reason: "not tested here: qwen2_5_omni_thinker on webgpu with firefox: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/qwen2_5_omni_thinker.yaml] (the store also holds runs)",
             stage: Stage::Run,
         },
     )
     .with_check_plans(
         &[
             CheckPlan {
+                check: "runs",
+                planned: Planned::NotTested {
+                    reason: "not tested here: qwen2_5_omni_thinker on webgpu with firefox: runs failed: the environment here (not tested here) (timeout): opening the harness page took longer than its limit of 60 s [model-specs/evidence/qwen2_5_omni_thinker.yaml]",
+                    stage: Stage::Run,
+                },
+            },
+            CheckPlan {
                 check: "matches_reference",
-                planned: Planned::Run,
+                planned: Planned::NotTested {
+                    reason: "not tested here: qwen2_5_omni_thinker on webgpu with firefox: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/qwen2_5_omni_thinker.yaml]",
+                    stage: Stage::Run,
+                },
             },
             CheckPlan {
                 check: "dynamic_shapes",
-                planned: Planned::NotTested {
-                    reason: "not tested here: qwen2_5_omni_thinker on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/qwen2_5_omni_thinker.yaml]",
-                    stage: Stage::Run,
+                planned: Planned::KnownIssue {
+                    reason: "qwen2_5_omni_thinker on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/qwen2_5_omni_thinker.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
             },
         ],
@@ -478,25 +489,28 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
         &[
             PrecisionCheck::new(
                 Precision::Fp16,
-                Planned::NotTested {
-                    reason: "not tested here: qwen2_5_omni_thinker on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/qwen2_5_omni_thinker.yaml] (the store also holds runs)",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "qwen2_5_omni_thinker on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/qwen2_5_omni_thinker.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.99, 0.05, 0.95),
             ),
             PrecisionCheck::new(
                 Precision::Q4,
-                Planned::NotTested {
-                    reason: "not tested here: qwen2_5_omni_thinker on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/qwen2_5_omni_thinker.yaml] (the store also holds runs)",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "qwen2_5_omni_thinker on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/qwen2_5_omni_thinker.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::NotTested {
-                    reason: "not tested here: qwen2_5_omni_thinker on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/qwen2_5_omni_thinker.yaml] (the store also holds runs)",
-                    stage: Stage::Run,
+                Planned::KnownIssue {
+                    reason: "qwen2_5_omni_thinker on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/qwen2_5_omni_thinker.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),

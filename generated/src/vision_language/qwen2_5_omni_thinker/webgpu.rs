@@ -46,27 +46,28 @@ mod native {
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : generates = Generates
     );
 }
-/// qwen2_5_omni_thinker on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested here: qwen2_5_omni_thinker on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/qwen2_5_omni_thinker.yaml]).
+/// qwen2_5_omni_thinker on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested here: qwen2_5_omni_thinker on webgpu with firefox: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/qwen2_5_omni_thinker.yaml] (the store also holds runs)).
 ///
 /// Select this cell with `cargo test -p generated vision_language::qwen2_5_omni_thinker::webgpu::firefox::`.
 mod firefox {
     runtime::checks!(
         super::super::cells::WEBGPU_FIREFOX, ignore =
-        "not tested here: qwen2_5_omni_thinker on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/qwen2_5_omni_thinker.yaml]"
+        "not tested here: qwen2_5_omni_thinker on webgpu with firefox: runs failed: the environment here (not tested here) (timeout): opening the harness page took longer than its limit of 60 s [model-specs/evidence/qwen2_5_omni_thinker.yaml]"
         : runs = Runs
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox :
-        matches_reference = MatchesReference
+        super::super::cells::WEBGPU_FIREFOX, ignore =
+        "not tested here: qwen2_5_omni_thinker on webgpu with firefox: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/qwen2_5_omni_thinker.yaml]"
+        : matches_reference = MatchesReference
     );
     runtime::checks!(
         super::super::cells::WEBGPU_FIREFOX, ignore =
-        "not tested here: qwen2_5_omni_thinker on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/qwen2_5_omni_thinker.yaml]"
+        "known issue: qwen2_5_omni_thinker on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/qwen2_5_omni_thinker.yaml]"
         : dynamic_shapes = DynamicShapes
     );
     runtime::checks!(
         super::super::cells::WEBGPU_FIREFOX, ignore =
-        "not tested here: qwen2_5_omni_thinker on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/qwen2_5_omni_thinker.yaml] (the store also holds runs)"
+        "known issue: qwen2_5_omni_thinker on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/qwen2_5_omni_thinker.yaml] (the store also holds matches_reference, runs)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
         Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
