@@ -21,7 +21,7 @@ pub static MODEL: runtime::ModelDecl = runtime::ModelDecl {
     model_type: "phi4_multimodal",
     category: "vision_language",
     spec_path: "model-specs/models/vision_language/phi4_multimodal.yaml",
-    spec_digest: "75f89304624a79bd9d93a62d1c508be0ae8ba399b0d433ab6a9c67faffe50ece",
+    spec_digest: "058fa5533be48b07c76c2e30c354ac9e06223b7d5c608f36db931f6af29219ef",
     inputs: &[
         runtime::TensorDecl {
             name: "input_ids",
