@@ -177,58 +177,18 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);
-/// blenderbot-small on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+/// blenderbot-small on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: Cell = Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        Planned::KnownIssue {
-            reason: "blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … [model-specs/evidence/blenderbot-small.yaml]",
-            basis: Basis::Evidence,
-            stage: Some(Stage::Mismatch),
-        },
-    )
-    .with_check_plans(
-        &[
-            CheckPlan {
-                check: "runs",
-                planned: Planned::Run,
-            },
-            CheckPlan {
-                check: "dynamic_shapes",
-                planned: Planned::Run,
-            },
-        ],
+        Planned::Run,
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::new(
-                Precision::Fp16,
-                Planned::KnownIssue {
-                    reason: "blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … [model-specs/evidence/blenderbot-small.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.99, 0.05, 0.95),
-            ),
-            PrecisionCheck::new(
-                Precision::Q4,
-                Planned::KnownIssue {
-                    reason: "blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … [model-specs/evidence/blenderbot-small.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … [model-specs/evidence/blenderbot-small.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
+            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
+            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);

@@ -26,30 +26,16 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : generates = Generates
     );
 }
-/// blenderbot-small on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … [model-specs/evidence/blenderbot-small.yaml]).
+/// blenderbot-small on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
 /// Select this cell with `cargo test -p generated encoder_decoders::blenderbot_small::webgpu::native::`.
 mod native {
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : runs = Runs
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … [model-specs/evidence/blenderbot-small.yaml]"
-        : matches_reference = MatchesReference
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : dynamic_shapes =
-        DynamicShapes
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: blenderbot-small on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 90 of 128 elements outside abs … + rel … [model-specs/evidence/blenderbot-small.yaml]"
-        : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : generates = Generates
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
+        generates = Generates
     );
 }
 /// blenderbot-small on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
