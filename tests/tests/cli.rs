@@ -728,6 +728,35 @@ fn a_platform_missing_from_hardware_yaml_is_named_with_the_list() {
     );
 }
 
+/// wgpu runs quantization.yaml's kernels, never a whole model: listed among a platform's
+/// engines it is refused with the file, line and where its cells are planned instead.
+#[test]
+fn wgpu_among_a_platforms_engines_is_refused() {
+    let scratch = Scratch::new("wgpu-engine");
+    let specs = scratch.path().join("specs");
+    copy_tree(&workspace().join("tests/specs"), &specs);
+    let hardware = specs.join("hardware.yaml");
+    let text = std::fs::read_to_string(&hardware).unwrap();
+    let listed = "engines: [{browser: {backend: webgpu}}]";
+    assert!(
+        text.contains(listed),
+        "tests/specs/hardware.yaml changed: {listed}"
+    );
+    let with_wgpu = "engines: [{wgpu: {}}, {browser: {backend: webgpu}}]";
+    std::fs::write(&hardware, text.replacen(listed, with_wgpu, 1)).unwrap();
+    let run = run_gen(&["list", "--specs", specs.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("hardware.yaml:")
+            && run
+                .stderr
+                .contains("platform `webgpu` lists wgpu among its engines")
+            && run.stderr.contains("quantization.yaml's `platform`"),
+        "{}",
+        run.stderr
+    );
+}
+
 /// `gen import` was two verbs and `gen results import` one: each old spelling is refused,
 /// naming the verb that does what was asked, and touches nothing.
 #[test]

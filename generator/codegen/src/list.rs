@@ -66,7 +66,7 @@ pub fn render(plan: &Plan) -> String {
         let _ = write!(out, "  {:width$}  {:16}", spec.model_type, spec.category);
         let category = per_category.entry(&spec.category).or_default();
         category.0 += 1;
-        for cell in &m.cells {
+        for cell in m.model_cells() {
             let label = cell.planned.label();
             let _ = write!(out, " {label:>14}");
             category.1[slot(label)] += 1;

@@ -339,7 +339,8 @@ fn could_not_run(kind: ErrorKind) -> bool {
 /// quantization checks (wgpu kernels) run.
 struct Selected<'a> {
     cells: Vec<(&'a LoadedModel, EngineKind)>,
-    quantized: Vec<&'a LoadedModel>,
+    /// How many of them are kernel cells (the quantization checks on wgpu).
+    kernels: usize,
     /// Verifying: cells whose stored checks all ran past our time limit, not
     /// re-measured (that would spend the limit again and measure nothing).
     at_our_limit: usize,
@@ -438,7 +439,7 @@ pub fn run(
     if options.verify && platform == Platform::Cpu && options.records.is_none() {
         reexport(specs, models, options, &mut changes, out, err)?;
     }
-    let nothing_to_run = selected.cells.is_empty() && selected.quantized.is_empty();
+    let nothing_to_run = selected.cells.is_empty();
     if nothing_to_run && !changes.is_empty() {
         return verify(
             specs,
@@ -479,14 +480,10 @@ pub fn run(
     };
     let mut tally = Tally::default();
     let mut passes: Passes = BTreeMap::new();
+    let mut unrecorded = Vec::new();
     for (model, engine) in &selected.cells {
         let Some(measured) = records.get(&(model.spec.model_type.clone(), *engine)) else {
-            let _ = writeln!(
-                err,
-                "warning: no record of {} on {platform} with {}: its entries are left as they were",
-                model.spec.model_type,
-                engine.name()
-            );
+            unrecorded.push(format!("{} with {}", model.spec.model_type, engine.name()));
             continue;
         };
         let cell_plan = plan
@@ -511,25 +508,7 @@ pub fn run(
                 .push((platform, *engine, measured.passes(platform, *engine)));
         }
     }
-    for model in &selected.quantized {
-        let model_type = model.spec.model_type.as_str();
-        let Some(measured) = records.get(&(model_type.to_string(), EngineKind::Wgpu)) else {
-            let _ = writeln!(
-                err,
-                "warning: no record of {model_type}'s quantization checks on {platform}: their entries are left as they were"
-            );
-            continue;
-        };
-        let entries = quantization_changes(&plan, model_type, platform, measured, &mut tally, err);
-        changes.entry(model_type).or_default().extend(entries);
-        if !measured.checks.is_empty() {
-            passes.entry(model_type).or_default().push((
-                platform,
-                EngineKind::Wgpu,
-                measured.passes(platform, EngineKind::Wgpu),
-            ));
-        }
-    }
+    warn_unrecorded(&unrecorded, platform, err);
     if options.verify {
         if selected.at_our_limit > 0 {
             let _ = writeln!(
@@ -565,10 +544,32 @@ pub fn run(
         tally.precision_failed,
         tally.generation_failed,
         tally.quantization_measured,
-        selected.quantized.len(),
+        selected.kernels,
         tally.quantization_failed,
     );
     Ok(0)
+}
+
+/// The selected cells the run has no record of (a run of other models, or one whose process
+/// died): one warning, naming the first few, not a line per cell (a `--records` import of a
+/// few models' run selects every model of the platform).
+fn warn_unrecorded(unrecorded: &[String], platform: Platform, err: &mut dyn Write) {
+    const NAMED: usize = 8;
+    if unrecorded.is_empty() {
+        return;
+    }
+    let more = unrecorded.len().saturating_sub(NAMED);
+    let _ = writeln!(
+        err,
+        "warning: no record of {} selected cells on {platform}, their entries left as they were: {}{}",
+        unrecorded.len(),
+        unrecorded[..unrecorded.len().min(NAMED)].join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    );
 }
 
 /// Re-verifying cpu re-measures the fixture pipeline too: the models of the
@@ -669,7 +670,7 @@ fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selecte
     );
     let in_slice = |model_type: &str| slice.contains(model_type);
     let mut cells = Vec::new();
-    let mut at_limit = 0;
+    let (mut at_limit, mut kernels) = (0, 0);
     for model in &plan.models {
         let today = today_if_stale(model.model, options);
         for cell in &model.cells {
@@ -694,8 +695,14 @@ fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selecte
                 continue;
             }
             let exported = model.model.spec.has_fixture(kind);
-            let runnable =
-                matches!(cell.planned, Planned::Run) || (exported && from_store(&cell.planned));
+            let runs_or_stored =
+                |p: &Planned<String>| matches!(p, Planned::Run) || (exported && from_store(p));
+            // A kernel cell runs where any of its schemes does (they need only the weights).
+            let runnable = if cell.is_kernel() {
+                exported && cell.quantization.iter().any(|c| runs_or_stored(&c.planned))
+            } else {
+                runs_or_stored(&cell.planned)
+            };
             // A cell whose float32 checks are a known issue still generates with another graph.
             let generates = cell
                 .generation
@@ -707,40 +714,13 @@ fn select<'a>(plan: &Plan<'a>, platform: Platform, options: &Options) -> Selecte
                 && (stored || !options.verify)
             {
                 cells.push((model.model, kind));
+                kernels += usize::from(cell.is_kernel());
             }
         }
     }
-    // Quantization checks (wgpu kernels) that can run: those of models with a fixture.
-    let quantized = plan
-        .models
-        .iter()
-        .filter(|m| {
-            m.model.spec.export.known_issue.is_none()
-                && m.quantization.as_ref().is_some_and(|q| {
-                    q.checks
-                        .iter()
-                        .any(|c| matches!(c.planned, Planned::Run) || from_store(&c.planned))
-                })
-        })
-        .filter(|m| in_slice(&m.model.spec.model_type))
-        .filter(|m| {
-            let mut entries = m
-                .model
-                .spec
-                .evidence
-                .iter()
-                .filter(|e| e.is_for(platform, EngineKind::Wgpu))
-                .peekable();
-            match today_if_stale(m.model, options) {
-                Some(today) => selected_by_staleness(Some(&today), entries),
-                None => !options.verify || entries.peek().is_some(),
-            }
-        })
-        .map(|m| m.model)
-        .collect();
     Selected {
         cells,
-        quantized,
+        kernels,
         at_our_limit: at_limit,
     }
 }
@@ -771,17 +751,11 @@ fn run_cells(
     let filter = |m: &LoadedModel, e: EngineKind| {
         format!("{}{platform}::{}::", m.test_path(), e.module(platform))
     };
-    let mut filters: Vec<(EngineKind, String)> = selected
+    let filters: Vec<(EngineKind, String)> = selected
         .cells
         .iter()
         .map(|(m, e)| (*e, filter(m, *e)))
         .collect();
-    filters.extend(
-        selected
-            .quantized
-            .iter()
-            .map(|m| (EngineKind::Wgpu, filter(m, EngineKind::Wgpu))),
-    );
     // Verifying, a check whose stored entry ran past our time limit is not run again: it
     // would spend the limit again, and neither side would be compared (`either_at_our_limit`);
     // its cell's other checks run. (A cell whose stored checks all did is not selected.)
@@ -853,9 +827,7 @@ fn make_fixtures(
     let mut models: Vec<String> = selected
         .cells
         .iter()
-        .map(|(m, _)| m)
-        .chain(selected.quantized.iter())
-        .map(|m| m.spec.model_type.clone())
+        .map(|(m, _)| m.spec.model_type.clone())
         .collect();
     models.sort();
     models.dedup();
@@ -906,6 +878,38 @@ struct MeasuredCell<'a> {
 }
 
 impl MeasuredCell<'_> {
+    /// A kernel cell's checks, recorded per scheme, each on its own.
+    fn kernel_changes(
+        &self,
+        kernel: &CellPlan,
+        tally: &mut Tally,
+        err: &mut dyn Write,
+    ) -> Vec<(EntryKey, Option<Entry>)> {
+        let (platform, engine, measured) = (self.platform, self.engine, self.measured);
+        let model_type = &self.model.spec.model_type;
+        tally.quantization_measured += 1;
+        let mut changes = Vec::new();
+        for check in &kernel.quantization {
+            // A check without a record did not run (skipped, or its process died): its entry stays.
+            let id = CheckId::Quantization(check.scheme);
+            let Some(record) = measured.checks.get(&id) else {
+                let _ = writeln!(
+                    err,
+                    "warning: no record of {model_type}'s {id} on {platform}: its entry is left as it was"
+                );
+                continue;
+            };
+            let entry = measured.entry(id, record);
+            tally.quantization_failed += usize::from(
+                entry
+                    .as_ref()
+                    .is_some_and(|e| e.outcome == EntryOutcome::Failed),
+            );
+            changes.push((key(platform, engine, id), entry));
+        }
+        changes
+    }
+
     /// Each check's entry (None: cleared): the float32 checks, the precision
     /// variants and `generates`, each its own outcome.
     fn changes(
@@ -915,6 +919,9 @@ impl MeasuredCell<'_> {
         err: &mut dyn Write,
     ) -> Vec<(EntryKey, Option<Entry>)> {
         let (platform, engine, measured) = (self.platform, self.engine, self.measured);
+        if let Some(kernel) = self.plan.filter(|c| c.is_kernel()) {
+            return self.kernel_changes(kernel, tally, err);
+        }
         let mut changes = Vec::new();
         // Each float32 check keeps its own outcome; a check without a record where the
         // cell's others have one did not run (its process died): our harness's gap.
@@ -1081,45 +1088,6 @@ fn export_shape_baked(model: &LoadedModel, mut entry: Entry) -> Entry {
         entry.attribution = Some(Attribution::Model);
     }
     entry
-}
-
-/// A model's quantization checks, recorded per scheme, each on its own.
-fn quantization_changes(
-    plan: &Plan,
-    model_type: &str,
-    platform: Platform,
-    measured: &Measured,
-    tally: &mut Tally,
-    err: &mut dyn Write,
-) -> Vec<(EntryKey, Option<Entry>)> {
-    tally.quantization_measured += 1;
-    let plan_checks = plan
-        .models
-        .iter()
-        .find(|m| m.model.spec.model_type == model_type)
-        .and_then(|m| m.quantization.as_ref())
-        .map(|q| q.checks.as_slice())
-        .unwrap_or_default();
-    let mut changes = Vec::new();
-    for check in plan_checks {
-        // A check without a record did not run (skipped, or its process died): its entry stays.
-        let id = CheckId::Quantization(check.scheme);
-        let Some(record) = measured.checks.get(&id) else {
-            let _ = writeln!(
-                err,
-                "warning: no record of {model_type}'s {id} on {platform}: its entry is left as it was"
-            );
-            continue;
-        };
-        let entry = measured.entry(id, record);
-        tally.quantization_failed += usize::from(
-            entry
-                .as_ref()
-                .is_some_and(|e| e.outcome == EntryOutcome::Failed),
-        );
-        changes.push((key(platform, EngineKind::Wgpu, id), entry));
-    }
-    changes
 }
 
 /// The CPU classes the run's class-scoped checks ran on, into the store's

@@ -64,6 +64,18 @@ pub struct CellPlan {
     /// crashed its process (a stored `engine-exited`), so the others keep
     /// their records when it crashes again.
     pub in_own_process: Option<String>,
+    /// A kernel cell's checks (wgpu's quantized-linear kernels on the model's
+    /// own weights), one per scheme of quantization.yaml; empty for a cell
+    /// that runs the model's graph.
+    pub quantization: Vec<QuantizationCheckPlan>,
+}
+
+impl CellPlan {
+    /// Whether the cell runs quantization kernels on the model's weights, not its graph:
+    /// it has no float32, precision or `generates` checks, and no model-level verdict.
+    pub fn is_kernel(&self) -> bool {
+        !self.quantization.is_empty()
+    }
 }
 
 #[derive(Debug)]
@@ -83,16 +95,22 @@ pub struct PrecisionPlan {
 #[derive(Debug)]
 pub struct ModelPlan<'a> {
     pub model: &'a LoadedModel,
+    /// Its cells: each selected platform's engines in hardware.yaml's order,
+    /// then its kernel cell (wgpu on quantization.yaml's platform) where that
+    /// platform is selected.
     pub cells: Vec<CellPlan>,
-    /// The quantization checks on quantization.yaml's platform, where it is selected.
-    pub quantization: Option<QuantizationPlan>,
 }
 
-/// A model's quantization checks (wgpu kernels on its own weights), one per scheme.
-#[derive(Debug)]
-pub struct QuantizationPlan {
-    pub platform: Platform,
-    pub checks: Vec<QuantizationCheckPlan>,
+impl ModelPlan<'_> {
+    /// The cells that run the model's graph (every cell but the kernel cell).
+    pub fn model_cells(&self) -> impl Iterator<Item = &CellPlan> {
+        self.cells.iter().filter(|c| !c.is_kernel())
+    }
+
+    /// Its kernel cell, where quantization.yaml's platform is selected.
+    pub fn kernel_cell(&self) -> Option<&CellPlan> {
+        self.cells.iter().find(|c| c.is_kernel())
+    }
 }
 
 #[derive(Debug)]
@@ -196,11 +214,13 @@ pub fn plan<'a>(specs: &'a Specs, selection: &Selection) -> Result<Plan<'a>, Str
             cells: platforms
                 .iter()
                 .flat_map(|p| p.engines.iter().map(move |e| plan_cell(specs, model, p, e)))
+                .chain(
+                    platforms
+                        .iter()
+                        .filter(|p| p.platform == specs.quantization.platform)
+                        .map(|p| plan_cell(specs, model, p, &EngineSpec::Wgpu {})),
+                )
                 .collect(),
-            quantization: platforms
-                .iter()
-                .any(|p| p.platform == specs.quantization.platform)
-                .then(|| plan_quantization(specs, model)),
         })
         .collect::<Vec<_>>();
     if models.is_empty() {
@@ -275,6 +295,9 @@ fn plan_cell(
     engine: &EngineSpec,
 ) -> CellPlan {
     let cell = CellPlanner::new(specs, model, platform, engine);
+    if cell.kind == EngineKind::Wgpu {
+        return cell.kernel_cell();
+    }
     let planned = cell.planned();
     let check_plans = cell.check_plans(&planned);
     // A cell with any stored float32 failure keeps its precision checks as
@@ -304,6 +327,7 @@ fn plan_cell(
             platform_tolerance(&specs.hardware.platforms[&name].tolerance, &spec.tolerance)
         }),
         fallback_ops: over.map(|o| o.fallback_ops.clone()).unwrap_or_default(),
+        quantization: Vec::new(),
     }
 }
 
@@ -353,6 +377,72 @@ impl<'a> CellPlanner<'a> {
             .iter()
             .filter(|e| e.is_for(self.name, self.kind) && checks.contains(&e.check))
             .collect()
+    }
+
+    /// A kernel cell (wgpu on quantization.yaml's platform): a check per scheme, each
+    /// decided by the harness's gap for the platform, then the export's known issue (no
+    /// fixture, no weights), then its stored outcome. A person's status for the platform
+    /// and its whole-model cells do not decide them: the kernels need only the weights.
+    /// The cell runs when any scheme does; otherwise its first scheme's reason stands for it.
+    fn kernel_cell(&self) -> CellPlan {
+        let spec = self.spec;
+        let quantization: Vec<QuantizationCheckPlan> = QuantScheme::ALL
+            .into_iter()
+            .map(|scheme| {
+                let planned = if let Some(not_tested) = harness_gap(spec, self.name) {
+                    not_tested
+                } else if let Some(error) = &spec.export.known_issue {
+                    Planned::KnownIssue {
+                        reason: format!(
+                            "{} has no fixture to take weights from: {}",
+                            spec.model_type,
+                            crate::text::cause(error)
+                        ),
+                        basis: if spec.export.known_issue_measured {
+                            Basis::Evidence
+                        } else {
+                            Basis::Spec
+                        },
+                        stage: spec.export.stage,
+                    }
+                } else if let Some(stored) = from_evidence(
+                    &self.what,
+                    &spec.model_type,
+                    &self.entries(&[CheckId::Quantization(scheme)]),
+                ) {
+                    stored
+                } else {
+                    Planned::Run
+                };
+                let expected = spec
+                    .web_quantization
+                    .as_ref()
+                    .and_then(|w| w.rating(self.name, scheme));
+                QuantizationCheckPlan {
+                    scheme,
+                    planned,
+                    expected,
+                }
+            })
+            .collect();
+        let planned = quantization
+            .iter()
+            .find(|c| matches!(c.planned, Planned::Run))
+            .or(quantization.first())
+            .map_or(Planned::Run, |c| c.planned.clone());
+        CellPlan {
+            platform: self.name,
+            engine: self.engine.clone(),
+            planned,
+            check_plans: Vec::new(),
+            tolerance_override: None,
+            fallback_ops: BTreeMap::new(),
+            precision_checks: Vec::new(),
+            float32_computed_in: None,
+            generation: None,
+            in_own_process: None,
+            quantization,
+        }
     }
 
     /// Why the cell's checks need processes of their own: the first stored
@@ -681,58 +771,6 @@ fn harness_gap(spec: &crate::spec::ModelSpec, platform: Platform) -> Option<Plan
         )
     };
     Some(Planned::NotTested { reason, stage })
-}
-
-fn plan_quantization(specs: &Specs, model: &LoadedModel) -> QuantizationPlan {
-    let spec = &model.spec;
-    let platform = specs.quantization.platform;
-    let checks = QuantScheme::ALL
-        .into_iter()
-        .map(|scheme| {
-            let planned = if let Some(not_tested) = harness_gap(spec, platform) {
-                not_tested
-            } else if let Some(error) = &spec.export.known_issue {
-                Planned::KnownIssue {
-                    reason: format!(
-                        "{} has no fixture to take weights from: {}",
-                        spec.model_type,
-                        crate::text::cause(error)
-                    ),
-                    basis: if spec.export.known_issue_measured {
-                        Basis::Evidence
-                    } else {
-                        Basis::Spec
-                    },
-                    stage: spec.export.stage,
-                }
-            } else if let Some(stored) = from_evidence(
-                &format!("{} on {platform} with wgpu", spec.model_type),
-                &spec.model_type,
-                &spec
-                    .evidence
-                    .iter()
-                    .filter(|e| {
-                        e.is_for(platform, EngineKind::Wgpu)
-                            && e.check == CheckId::Quantization(scheme)
-                    })
-                    .collect::<Vec<_>>(),
-            ) {
-                stored
-            } else {
-                Planned::Run
-            };
-            let expected = spec
-                .web_quantization
-                .as_ref()
-                .and_then(|w| w.rating(platform, scheme));
-            QuantizationCheckPlan {
-                scheme,
-                planned,
-                expected,
-            }
-        })
-        .collect();
-    QuantizationPlan { platform, checks }
 }
 
 /// Specs by the stage the fixture pipeline stopped at, per category:

@@ -99,5 +99,5 @@ pub fn run(cx: &Context, args: &Args, out: &mut dyn Write) -> Result<i32, String
 }
 
 fn cells(plan: &Plan) -> usize {
-    plan.models.iter().map(|m| m.cells.len()).sum()
+    plan.models.iter().map(|m| m.model_cells().count()).sum()
 }

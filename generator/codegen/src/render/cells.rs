@@ -2,7 +2,7 @@
 //! declaration (`mod.rs`), its cells (`cells.rs`), and the platforms of
 //! hardware.yaml (`platforms.rs`).
 
-use hwmatrix_cell::{EngineKind, Planned, Platform, decl};
+use hwmatrix_cell::{Planned, Platform, decl};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
 use std::collections::BTreeMap;
@@ -22,7 +22,7 @@ pub fn model_module(plan: &ModelPlan) -> TokenStream {
         spec.model_type,
         spec.category,
         spec.architecture,
-        plan.cells.len(),
+        plan.model_cells().count(),
         plan.model.display_path
     );
     let model_type = &spec.model_type;
@@ -114,6 +114,9 @@ fn engine_const(platform: Platform, engine: &EngineSpec) -> String {
 /// `cells.rs` of a model: one cell per platform and engine.
 pub fn cells(plan: &ModelPlan) -> TokenStream {
     let cells = plan.cells.iter().map(|cell| {
+        if cell.is_kernel() {
+            return kernel_cell(plan, cell);
+        }
         let name = ident(&cell_const(cell));
         let platform = ident(&cell.platform.name().to_uppercase());
         let doc = format!(" {} on {}: {} ({}).", plan.model.spec.model_type, cell.platform, cell.planned, engine_doc(&cell.engine));
@@ -177,53 +180,44 @@ pub fn cells(plan: &ModelPlan) -> TokenStream {
             pub static #name: Cell = #cell_expr;
         }
     });
-    let quantization = plan.quantization.as_ref().map(|q| {
-        let name = ident(&kernel_const(q.platform));
-        let platform = ident(&q.platform.name().to_uppercase());
-        let doc = format!(" {} on {}: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.", plan.model.spec.model_type, q.platform);
-        let checks = q.checks.iter().map(|c| {
-            let scheme = ident(&format!("{:?}", c.scheme));
-            let planned = planned(&c.planned);
-            let expected = match c.expected {
-                Some(r) => {
-                    let r = ident(&format!("{r:?}"));
-                    quote!(Some(Rating::#r))
-                }
-                None => quote!(None),
-            };
-            quote!(QuantizationCheck { scheme: QuantScheme::#scheme, planned: #planned, expected: #expected })
-        });
-        // The kernel cell runs when any of its schemes does (then its model has a
-        // fixture); otherwise its first scheme's reason stands for the cell.
-        let cell_planned = q
-            .checks
-            .iter()
-            .find(|c| matches!(c.planned, Planned::Run))
-            .or(q.checks.first())
-            .map_or(quote!(Planned::Run), |c| planned(&c.planned));
-        quote! {
-            #[doc = #doc]
-            pub static #name: Cell = Cell::new(
-                &super::MODEL,
-                &crate::platforms::#platform,
-                &crate::platforms::#name,
-                #cell_planned,
-            )
-            .with_quantization(&crate::platforms::QUANTIZATION, &[ #(#checks),* ]);
-        }
-    });
     quote! {
         //! The cells of this model: how each platform and engine runs it, and what is planned for it.
         use runtime::cells_prelude::*;
         #(#cells)*
-        #quantization
     }
 }
 
-/// The name of a model's kernel cell (its quantization checks on wgpu) in
-/// `cells.rs`, and of its engine in `platforms.rs`: `WEBGPU_WGPU`.
-pub fn kernel_const(platform: Platform) -> String {
-    format!("{}_{}", platform.name(), EngineKind::Wgpu.module(platform)).to_uppercase()
+/// A kernel cell's static: its checks are quantization.yaml's schemes on wgpu.
+fn kernel_cell(plan: &ModelPlan, cell: &CellPlan) -> TokenStream {
+    let name = ident(&cell_const(cell));
+    let platform = ident(&cell.platform.name().to_uppercase());
+    let doc = format!(
+        " {} on {}: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.",
+        plan.model.spec.model_type, cell.platform
+    );
+    let checks = cell.quantization.iter().map(|c| {
+        let scheme = ident(&format!("{:?}", c.scheme));
+        let planned = planned(&c.planned);
+        let expected = match c.expected {
+            Some(r) => {
+                let r = ident(&format!("{r:?}"));
+                quote!(Some(Rating::#r))
+            }
+            None => quote!(None),
+        };
+        quote!(QuantizationCheck { scheme: QuantScheme::#scheme, planned: #planned, expected: #expected })
+    });
+    let cell_planned = planned(&cell.planned);
+    quote! {
+        #[doc = #doc]
+        pub static #name: Cell = Cell::new(
+            &super::MODEL,
+            &crate::platforms::#platform,
+            &crate::platforms::#name,
+            #cell_planned,
+        )
+        .with_quantization(&crate::platforms::QUANTIZATION, &[ #(#checks),* ]);
+    }
 }
 
 /// `QUANTIZATION` in `platforms.rs`: model-specs/quantization.yaml, where its
@@ -243,7 +237,7 @@ fn quantization_settings(
             quote!((runtime::Rating::#rating, #bound))
         });
         let doc = format!(" model-specs/quantization.yaml: how {}'s quantization checks quantize, and each rating's bound on the mean relative error.", file.platform);
-        let engine = ident(&kernel_const(file.platform));
+        let engine = ident(&engine_const(file.platform, &EngineSpec::Wgpu {}));
         let engine_doc = format!(" The engine of {}'s kernel cells: wgpu, running the quantization checks' WGSL kernels on the models' own weights.", file.platform);
         quote! {
             #[doc = #engine_doc]

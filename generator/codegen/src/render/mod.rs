@@ -174,13 +174,7 @@ fn cell_refs(plan: &Plan) -> Vec<TokenStream> {
             format_ident!("{}", spec.category),
             format_ident!("{}", model_plan.model.module),
         );
-        let names = model_plan.cells.iter().map(cells::cell_const).chain(
-            model_plan
-                .quantization
-                .as_ref()
-                .map(|q| cells::kernel_const(q.platform)),
-        );
-        for name in names {
+        for name in model_plan.cells.iter().map(cells::cell_const) {
             let name = format_ident!("{}", name);
             all_cells.push(quote!(&#category::#model::cells::#name));
         }
@@ -260,17 +254,8 @@ fn model_files(
             .filter(|c| c.platform == platform.platform)
             .collect();
         let hardware = &plan.specs.hardware.platforms[&platform.platform];
-        let quantization = model_plan
-            .quantization
-            .as_ref()
-            .filter(|q| q.platform == platform.platform);
-        let code = test_module::render(
-            model_plan.model,
-            platform.platform,
-            &engine_cells,
-            hardware,
-            quantization,
-        )?;
+        let code =
+            test_module::render(model_plan.model, platform.platform, &engine_cells, hardware)?;
         out.push((
             dir.join(format!("{}.rs", platform.platform)),
             format_source(&code, source)?,

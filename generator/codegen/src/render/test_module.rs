@@ -6,7 +6,7 @@
 use hwmatrix_cell::{CheckId, EngineKind, Planned, Platform};
 use tera::{Context, Tera};
 
-use hwmatrix_specs::plan::{CellPlan, QuantizationPlan};
+use hwmatrix_specs::plan::CellPlan;
 use hwmatrix_specs::spec::{LoadedModel, PlatformSpec};
 
 const TEMPLATE: &str = include_str!("../../../../templates/cell_tests.rs.tera");
@@ -17,21 +17,24 @@ pub fn render(
     platform: Platform,
     cells: &[&CellPlan],
     hardware: &PlatformSpec,
-    quantization: Option<&QuantizationPlan>,
 ) -> Result<String, String> {
     let mut ctx = Context::new();
     ctx.insert("model_type", &model.spec.model_type);
     ctx.insert("module", &model.module);
     ctx.insert("category", &model.spec.category);
     ctx.insert("platform", platform.name());
-    let cells: Vec<_> = cells
+    let graph_cells: Vec<_> = cells
         .iter()
+        .filter(|cell| !cell.is_kernel())
         .map(|cell| engine_cell(cell, hardware))
         .collect();
-    ctx.insert("cells", &cells);
+    ctx.insert("cells", &graph_cells);
     ctx.insert(
         "quantization",
-        &quantization.map(|q| quantization_checks(q, hardware)),
+        &cells
+            .iter()
+            .find(|cell| cell.is_kernel())
+            .map(|cell| kernel_checks(cell, hardware)),
     );
     template()?
         .render("cell_tests", &ctx)
@@ -68,14 +71,14 @@ fn engine_cell(cell: &CellPlan, hardware: &PlatformSpec) -> serde_json::Value {
     })
 }
 
-/// What the template needs of a model's quantization checks: one test per scheme.
-fn quantization_checks(plan: &QuantizationPlan, hardware: &PlatformSpec) -> serde_json::Value {
-    let checks = plan
-        .checks
+/// What the template needs of a kernel cell: one test per scheme.
+fn kernel_checks(cell: &CellPlan, hardware: &PlatformSpec) -> serde_json::Value {
+    let checks = cell
+        .quantization
         .iter()
         .map(|c| (CheckId::Quantization(c.scheme), &c.planned));
     serde_json::json!({
-        "cell_const": super::cells::kernel_const(plan.platform),
+        "cell_const": super::cells::cell_const(cell),
         "gate": Gate::of_quantization(hardware).name,
         "invocations": invocations(checks),
     })

@@ -246,16 +246,16 @@ pub(super) fn required_checks(
 ) -> Vec<hwmatrix_cell::CheckId> {
     if is_kernel_engine(engine) {
         model
-            .quantization
+            .kernel_cell()
             .iter()
-            .flat_map(|q| {
-                q.checks
+            .flat_map(|k| {
+                k.quantization
                     .iter()
                     .filter(|c| matches!(c.planned, hwmatrix_cell::Planned::Run))
                     .map(|c| hwmatrix_cell::CheckId::Quantization(c.scheme))
             })
             .collect()
-    } else if model.cells.iter().any(|c| {
+    } else if model.model_cells().any(|c| {
         c.platform.name() == platform
             && c.engine.kind().name() == engine
             && matches!(c.planned, hwmatrix_cell::Planned::Run)

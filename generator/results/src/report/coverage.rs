@@ -261,8 +261,7 @@ fn planned_cells(
     model: &hwmatrix_specs::plan::ModelPlan,
 ) -> Vec<(String, &'static str, &'static str, Checks)> {
     let mut cells: Vec<(String, &str, &str, Checks)> = model
-        .cells
-        .iter()
+        .model_cells()
         .map(|c| {
             let precision: Checks = c
                 .precision_checks
@@ -277,11 +276,16 @@ fn planned_cells(
             )
         })
         .collect();
-    if let Some(q) = &model.quantization {
-        let planned = if q.checks.iter().all(|c| matches!(c.planned, Planned::Run)) {
+    if let Some(k) = model.kernel_cell() {
+        // A scheme stored as failing makes the kernel cell a known issue here, though it runs.
+        let planned = if k
+            .quantization
+            .iter()
+            .all(|c| matches!(c.planned, Planned::Run))
+        {
             "run"
-        } else if q
-            .checks
+        } else if k
+            .quantization
             .iter()
             .any(|c| matches!(c.planned, Planned::NotTested { .. }))
         {
@@ -289,7 +293,12 @@ fn planned_cells(
         } else {
             "known-issue"
         };
-        cells.push((q.platform.name().to_string(), "wgpu", planned, Vec::new()));
+        cells.push((
+            k.platform.name().to_string(),
+            k.engine.kind().name(),
+            planned,
+            Vec::new(),
+        ));
     }
     cells
 }

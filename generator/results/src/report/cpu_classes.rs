@@ -169,7 +169,7 @@ pub fn cpu_classes(plan: &Plan) -> Result<CpuClassesSection, String> {
         .collect();
     let mut verdicts = Vec::new();
     for model in &plan.models {
-        for cell in &model.cells {
+        for cell in model.model_cells() {
             let classes: Vec<&cpu_classes::MeasuredClass> = file
                 .classes
                 .iter()

@@ -193,10 +193,9 @@ fn planned_cells(
     cells
 }
 
-/// A model's planned (platform, engine) pairs: its cells, then its quantization checks'
-/// platform with the wgpu engine.
+/// A model's planned (platform, engine) pairs: its cells, its kernel cell last.
 fn planned_engines(model_plan: &hwmatrix_specs::plan::ModelPlan) -> Vec<(String, String)> {
-    let mut engines: Vec<(String, String)> = model_plan
+    model_plan
         .cells
         .iter()
         .map(|c| {
@@ -205,11 +204,7 @@ fn planned_engines(model_plan: &hwmatrix_specs::plan::ModelPlan) -> Vec<(String,
                 c.engine.kind().name().to_string(),
             )
         })
-        .collect();
-    if let Some(q) = &model_plan.quantization {
-        engines.push((q.platform.name().to_string(), "wgpu".into()));
-    }
-    engines
+        .collect()
 }
 
 /// The database read and its runs (those in `runs`, or all when it is empty).

@@ -326,7 +326,15 @@ fn check_hardware(
                 path,
                 locate_key(src, platform.name(), 2).unwrap_or((1, 1)),
                 format!("platform `{platform}` lists no engine"),
-                "list at least one of onnxruntime, libtorch, wgpu, browser",
+                "list at least one of onnxruntime, libtorch, openvino, browser",
+            )),
+            // wgpu runs quantization.yaml's kernels on a model's weights, never the model: its
+            // cell is planned from quantization.yaml, one per model, on that file's platform.
+            Some(p) if p.engines.iter().any(|e| !e.kind().runs_whole_models()) => errors.push(SpecError::new(
+                path,
+                locate_key(src, "engines", 4).unwrap_or((1, 1)),
+                format!("platform `{platform}` lists wgpu among its engines, which run whole models"),
+                "remove it: wgpu runs the quantization checks' kernels, and model-specs/quantization.yaml's `platform` is where its cells are planned",
             )),
             Some(p) if let Some(stray) = p.same_kernels.iter().flatten().chain(&p.compared_with_cpu).find(|k| !p.engines.iter().any(|e| e.kind() == **k)) => errors.push(SpecError::new(
                 path,
