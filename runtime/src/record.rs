@@ -87,6 +87,7 @@ pub(crate) fn blank(cell: &Cell, check: &str) -> Record {
         bench: None,
         generation: None,
         runtime_version: runtime_version(cell.engine.kind()),
+        graph: paths::fixtures_graph(),
     }
 }
 

@@ -13,6 +13,8 @@ given by --answers (stdout, which torch and transformers also print to, goes to 
     {"id": 9, "kind": "torchscript", "job": {...}} -> the same, without the ONNX step, for a model
         whose ONNX export failed ("onnx_error" in the job): libtorch's fixture (torchscript.py)
     {"id": 9, "kind": "generation", "job": {...}}  -> the same, for a generation fixture (generation.py)
+    {"id": 9, "kind": "optimum", "job": {...}}     -> the same, with optimum's graph of the model
+        (optimum_graph.py; the job names optimum's venv as "optimum_python")
     {"id": 9, "kind": "cache", "job": {...}}       -> {"id": 9, "ok": true, "result": [{layers, tensors}, ...]}
         (the cache that fixture would hold, as the spec's `cache:` declares it: gen derive's)
     {"id": 9, "kind": "memory", "job": {"spec", "task", "checkpoint"}} -> {"id": 9, "ok": true, "result": {...}}
@@ -71,6 +73,7 @@ def main() -> int:
     import export
     import generation
     import memory
+    import optimum_graph
     import registry
     import torchscript
     from transformers.utils import logging
@@ -115,6 +118,9 @@ def main() -> int:
                 result = None
             elif job["kind"] == "export":
                 export.export(job["job"])
+                result = None
+            elif job["kind"] == "optimum":
+                optimum_graph.export_optimum(job["job"])
                 result = None
             elif job["kind"] == "torchscript":
                 torchscript.export_without_onnx(job["job"])

@@ -34,6 +34,9 @@ pub enum Source {
     TinyRandom,
     /// A local pretrained checkpoint folder (config and weights, e.g. one in the HF cache).
     Checkpoint(PathBuf),
+    /// The tiny model's graph as optimum's ONNX exporter makes it (transformers.js's
+    /// conversion), by optimum_graph.py; optimum runs with this Python (its own venv).
+    Optimum(PathBuf),
 }
 
 /// Builds (or finds cached) the fixture of every model of the plan, spread
@@ -63,13 +66,23 @@ pub fn build(
             python.display()
         ));
     }
+    mark_graph(root, source)?;
     let _lock = StoreLock::acquire(root, log)?;
     let mut summary = Summary::default();
     let mut jobs = Vec::new();
     for model_plan in &plan.models {
         let model = model_plan.model;
         let name = &model.spec.model_type;
-        if model.spec.export.known_issue.is_some() {
+        // Where our recipe's export failed, optimum's may not: its fixture is tried (the
+        // tiny model and its references are built before the export).
+        let optimum_tries = matches!(source, Source::Optimum(_))
+            && model.spec.export.stage == Some(hwmatrix_cell::Stage::Export);
+        if model.spec.export.known_issue.is_some() && !optimum_tries {
+            if matches!(source, Source::Optimum(_)) {
+                // Our harness stopped before the export: no tiny model to give optimum.
+                summary.skipped_known_issue += 1;
+                continue;
+            }
             // The ONNX export failed: libtorch's cells may still run, on a fixture built without it.
             let out_dir = root.join(name);
             match onnx_failure_to_trace(model_plan, source) {
@@ -84,10 +97,17 @@ pub fn build(
             continue;
         }
         let mut key = model.fixture_key();
-        if let Source::Checkpoint(dir) = source {
+        match source {
             // Never mistaken for the tiny fixture: `gen fixtures` without
             // --checkpoint rebuilds the tiny one.
-            key = format!("checkpoint:{}:{key}", dir.display());
+            Source::Checkpoint(dir) => key = format!("checkpoint:{}:{key}", dir.display()),
+            Source::Optimum(_) => key = hwmatrix_specs::fixture_key::optimum_key(&key),
+            Source::TinyRandom => {}
+        }
+        if matches!(source, Source::Optimum(_)) && !model.spec.components.is_empty() {
+            // optimum exports the whole model; ours checks it as its components.
+            summary.skipped_known_issue += 1;
+            continue;
         }
         let out_dir = root.join(name);
         if cached(&out_dir, &key, FixtureKind::Whole) {
@@ -154,6 +174,37 @@ pub fn build(
     }
     summary.content_taken = record_content(plan, root, log)?;
     Ok(summary)
+}
+
+/// A root holds one graph's fixtures: optimum's are marked by its `graph.json` (which every
+/// record of a check on them carries as `graph`), ours by its absence. Building one kind into
+/// a root of the other is refused before anything is written.
+fn mark_graph(root: &Path, source: &Source) -> Result<(), String> {
+    use hwmatrix_cell::paths::GRAPH_RECORD;
+    let marker = root.join(GRAPH_RECORD);
+    let holds_fixtures = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| e.path().join("meta.json").is_file());
+    match source {
+        Source::Optimum(_) if !marker.is_file() && holds_fixtures => Err(format!(
+            "error: {} holds fixtures of our own graphs\n  help: build optimum's into another folder (the default, {}, or --fixtures DIR)",
+            root.display(),
+            hwmatrix_cell::paths::optimum_fixtures_dir().display()
+        )),
+        Source::Optimum(_) => {
+            std::fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
+            std::fs::write(&marker, "{\"graph\": \"optimum\"}\n")
+                .map_err(|e| format!("{}: {e}", marker.display()))
+        }
+        _ if marker.is_file() => Err(format!(
+            "error: {} holds fixtures of another tool's graphs ({})\n  help: build ours into the fixture root (leave out --fixtures), or pass --graph optimum",
+            root.display(),
+            marker.display()
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Writes `content.json` (hwmatrix_cell::content) beside every fixture of the
@@ -279,6 +330,11 @@ fn export(
                 };
                 std::fs::write(&error_path, text)
                     .map_err(|e| format!("{}: {e}", error_path.display()))?;
+                // Another tool's fixture is never asked whether it is this spec's (the runtime
+                // asks that of our exporter's only): an older one must not outlive its failure.
+                if generation.is_none() && root.join(hwmatrix_cell::paths::GRAPH_RECORD).is_file() {
+                    let _ = std::fs::remove_dir_all(root.join(&name));
+                }
                 summary.failed.push((name, error.to_string()));
             }
         }
@@ -296,10 +352,10 @@ pub fn export_job(
     let spec: serde_json::Value =
         serde_json::from_slice(&model.exporter_json()).map_err(|e| e.to_string())?;
     let checkpoint = match source {
-        Source::TinyRandom => serde_json::Value::Null,
         Source::Checkpoint(dir) => serde_json::Value::String(dir.display().to_string()),
+        Source::TinyRandom | Source::Optimum(_) => serde_json::Value::Null,
     };
-    Ok(serde_json::json!({
+    let mut job = serde_json::json!({
         "kind": "export",
         "job": {
             "spec": spec,
@@ -309,7 +365,12 @@ pub fn export_job(
             "tolerance": {"abs": model.spec.tolerance.abs, "rel": model.spec.tolerance.rel},
             "checkpoint": checkpoint,
         }
-    }))
+    });
+    if let Source::Optimum(python) = source {
+        job["kind"] = "optimum".into();
+        job["job"]["optimum_python"] = python.display().to_string().into();
+    }
+    Ok(job)
 }
 
 /// A worker's job on a generating model (`kind`: `generation` builds its fixture in

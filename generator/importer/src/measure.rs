@@ -1491,9 +1491,15 @@ fn read_records(
     let mut all: Vec<(Record, CheckId, String)> = Vec::new();
     // The ledger's records of checks the run's plan did not run (a known issue, a feature off).
     let mut planned_not_run: Vec<(Record, CheckId)> = Vec::new();
+    let mut other_graphs = 0;
     for (record, id) in records_in(dir)? {
         // gen bench's records time a cell; they are no check of it.
         if record.platform != platform || record.check == hwmatrix_cell::BENCH_RECORD {
+            continue;
+        }
+        // A check on another tool's graph (optimum's) is that graph's evidence, not the cell's.
+        if record.graph.is_some() {
+            other_graphs += 1;
             continue;
         }
         let check = record.check.parse::<CheckId>().map_err(|e| {
@@ -1508,6 +1514,13 @@ fn read_records(
         } else if record.basis != Basis::Measured {
             planned_not_run.push((record, check));
         }
+    }
+    if other_graphs > 0 {
+        let _ = writeln!(
+            err,
+            "note: {other_graphs} records in {} are of checks on another tool's graph (their `graph`): the store takes none",
+            dir.display()
+        );
     }
     // One run: the one whose newest record is newest.
     let mut runs: BTreeMap<&str, &str> = BTreeMap::new();
@@ -1614,6 +1627,7 @@ mod tests {
                 content: None,
             }),
             runtime_version: "0.1.0".into(),
+            graph: None,
             providers: None,
             deviation: None,
             timing: None,

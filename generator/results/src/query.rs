@@ -144,14 +144,27 @@ impl Database {
     /// (tests/run.sh's lanes) may have measured the check before that build
     /// recorded it as not tried.
     pub fn latest(&self, runs: &[String]) -> Result<Vec<LatestRecord>, String> {
-        let filter = if runs.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "WHERE run_id IN ({})",
+        self.latest_on_graph(runs, None)
+    }
+
+    /// [`Database::latest`] of the checks on another tool's graph (`graph`: `optimum`), or
+    /// with None on ours: the two never shadow each other.
+    pub fn latest_on_graph(
+        &self,
+        runs: &[String],
+        graph: Option<&str>,
+    ) -> Result<Vec<LatestRecord>, String> {
+        let mut conditions = vec![match graph {
+            None => "json_extract(body, '$.graph') IS NULL".to_string(),
+            Some(graph) => format!("json_extract(body, '$.graph') = {}", quote(graph)),
+        }];
+        if !runs.is_empty() {
+            conditions.push(format!(
+                "run_id IN ({})",
                 runs.iter().map(|r| quote(r)).collect::<Vec<_>>().join(", ")
-            )
-        };
+            ));
+        }
+        let filter = format!("WHERE {}", conditions.join(" AND "));
         let sql = format!(
             "SELECT {COLUMNS} FROM (
                 SELECT *, json_extract(body, '$.component') AS component,

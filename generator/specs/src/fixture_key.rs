@@ -26,6 +26,13 @@ pub const GENERATION_SOURCE: &[u8] = include_bytes!("../../importer/exporter/gen
 pub const NNCF_SOURCE: &[u8] = include_bytes!("../../importer/exporter/nncf_variants.py");
 pub const NNCF_REQUIREMENTS: &[u8] =
     include_bytes!("../../importer/exporter/requirements-openvino-runtime.txt");
+/// The scripts that make a fixture on optimum's graph (`gen fixtures --graph optimum`), and
+/// optimum's venv's pinned requirements: only those fixtures' keys cover them.
+pub const OPTIMUM_SOURCES: [&[u8]; 3] = [
+    include_bytes!("../../importer/exporter/optimum_graph.py"),
+    include_bytes!("../../importer/exporter/optimum_export.py"),
+    include_bytes!("../../importer/exporter/requirements-optimum.txt"),
+];
 /// The seed every fixture is built with.
 pub const SEED: u64 = 0;
 
@@ -83,6 +90,18 @@ pub fn nncf_key() -> String {
         hasher.update(part);
     }
     hex(&hasher.finalize())
+}
+
+/// The key of a fixture on optimum's graph: optimum's scripts and requirements, then the
+/// model's own fixture key (its weights, inputs and references are that fixture's; the
+/// key ends with it, as a checkpoint fixture's does).
+pub fn optimum_key(fixture_key: &str) -> String {
+    let mut hasher = Sha256::new();
+    for part in OPTIMUM_SOURCES {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    format!("optimum:{}:{fixture_key}", hex(&hasher.finalize()))
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -29,11 +29,25 @@ pub struct Args {
     /// --platform cpu` records whether their `generates` checks pass now
     #[arg(long)]
     retry_generation: bool,
+    /// Whose graph the fixtures hold: `ours` (our export recipe, the default) or `optimum`
+    /// (optimum's ONNX exporter as transformers.js's conversion drives it, in its own venv
+    /// from `bash tests/setup.sh optimum`; the same tiny model, inputs and references, into
+    /// <cache>/fixtures-optimum unless --fixtures says otherwise). Cells run on optimum's
+    /// with HWMATRIX_FIXTURES set to that root; each record names its fixture's source
+    #[arg(long, value_enum, default_value = "ours")]
+    graph: Graph,
     /// Skip NNCF's weight formats (OpenVINO IR with int8 and int4 weights, for the openvino
     /// platform's OpenVINO-runtime engine), which are made after the export wherever
     /// OpenVINO's venv (`bash tests/setup.sh openvino`) is installed
     #[arg(long)]
     no_nncf: bool,
+}
+
+/// Whose graph a fixture holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Graph {
+    Ours,
+    Optimum,
 }
 
 pub fn run(
@@ -44,16 +58,29 @@ pub fn run(
 ) -> Result<i32, String> {
     let specs = cx.specs()?;
     let plan = cx.plan(&specs)?;
-    let dir = args
-        .fixtures
-        .clone()
-        .unwrap_or_else(hwmatrix_cell::paths::fixtures_dir);
+    let dir = args.fixtures.clone().unwrap_or_else(|| match args.graph {
+        Graph::Ours => hwmatrix_cell::paths::fixtures_dir(),
+        Graph::Optimum => hwmatrix_cell::paths::optimum_fixtures_dir(),
+    });
     let python = args
         .python
         .clone()
         .unwrap_or_else(hwmatrix_cell::paths::python);
     let started = Instant::now();
     let source = match &args.checkpoint {
+        Some(_) if args.graph == Graph::Optimum => {
+            return Err("error: --graph optimum builds the tiny model's fixtures, not a checkpoint's\n  help: leave out --checkpoint or --graph".into());
+        }
+        None if args.graph == Graph::Optimum => {
+            let optimum = hwmatrix_cell::paths::optimum_python();
+            if !optimum.exists() {
+                return Err(format!(
+                    "error: no Python with optimum's exporter at {}\n  help: run `bash tests/setup.sh optimum`",
+                    optimum.display()
+                ));
+            }
+            Source::Optimum(optimum)
+        }
         None => Source::TinyRandom,
         Some(_) if plan.models.len() != 1 => {
             return Err("error: --checkpoint builds one model's fixture\n  help: add --model <model_type> (the checkpoint's architecture)".into());

@@ -67,6 +67,33 @@ pub fn python() -> PathBuf {
         .unwrap_or_else(|| cache_dir().join("venv/bin/python"))
 }
 
+/// Whose graph the fixtures under `fixtures_dir()` hold, where not ours: the `graph` of
+/// the root's `graph.json` (`optimum`: `gen fixtures --graph optimum` writes it), read once.
+pub fn fixtures_graph() -> Option<String> {
+    static GRAPH: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    GRAPH
+        .get_or_init(|| {
+            let text = std::fs::read_to_string(fixtures_dir().join(GRAPH_RECORD)).ok()?;
+            let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+            value["graph"].as_str().map(str::to_string)
+        })
+        .clone()
+}
+
+/// The file at a fixture root that names whose graphs it holds (absent: ours).
+pub const GRAPH_RECORD: &str = "graph.json";
+
+/// Fixtures whose graph optimum's ONNX exporter made (`gen fixtures --graph optimum`):
+/// `<cache>/fixtures-optimum`; cells run on them with `HWMATRIX_FIXTURES` set to it.
+pub fn optimum_fixtures_dir() -> PathBuf {
+    cache_dir().join("fixtures-optimum")
+}
+
+/// The Python of optimum's venv (`bash tests/setup.sh optimum`): `<cache>/venv-optimum/bin/python`.
+pub fn optimum_python() -> PathBuf {
+    cache_dir().join("venv-optimum/bin/python")
+}
+
 /// The checkout the current folder is in: the nearest ancestor holding
 /// `model-specs/hardware.yaml`. `cargo test` runs a test binary in its
 /// package's folder, and `gen` is run from the checkout.

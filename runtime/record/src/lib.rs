@@ -88,6 +88,11 @@ pub struct Record {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bench: Option<Bench>,
     pub runtime_version: String,
+    /// Whose graph the check ran where it is not ours: `optimum` for the fixtures `gen
+    /// fixtures --graph optimum` builds (their root's graph.json says so). Such records are
+    /// the graph's, not the cell's: the evidence store takes none, the report shows them apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<String>,
 }
 
 impl Record {

@@ -414,6 +414,12 @@ pub fn render(report: &Report) -> Result<String, String> {
         "memory": memory(&report.memory),
         "kernel": kernel_checks(report),
         "engine_disagreements": engine_disagreement_rows(report),
+        "graphs": serde_json::json!({
+            "measured": !report.graphs.rows.is_empty(),
+            "summary": report.graphs.summary(),
+            "columns": super::graphs::GraphComparison::COLUMNS,
+            "rows": report.graphs.table(),
+        }),
         "stage_names": hwmatrix_cell::Stage::ALL.map(|s| s.name()),
         "stages": stage_counts(report),
         "heatmap": heatmap(&report.matrices.category_platform, &platforms),

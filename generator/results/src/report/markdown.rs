@@ -183,6 +183,15 @@ fn disagreements_table(report: &Report) -> Table {
     table
 }
 
+/// optimum's graphs beside ours: the tally's line and the table.
+fn graphs_view(graphs: &super::graphs::GraphComparison) -> serde_json::Value {
+    let mut table = Table::new(&super::graphs::GraphComparison::COLUMNS);
+    for row in graphs.table() {
+        table.row(row.into_iter().map(|c| c.replace('|', "\\|")).collect());
+    }
+    serde_json::json!({"measured": !graphs.rows.is_empty(), "summary": graphs.summary(), "table": table})
+}
+
 fn engine_disagreements_table(report: &Report) -> Table {
     let mut table = Table::new(&["model", "platform", "engine", "status", "reason"]);
     for d in &report.engine_disagreements {
@@ -540,6 +549,7 @@ pub fn render(report: &Report) -> Result<String, String> {
         "model_platform": model_table(report, &platforms),
         "disagreements": disagreements_table(report),
         "engine_disagreements": engine_disagreements_table(report),
+        "graphs": graphs_view(&report.graphs),
         "issues": issues,
         "performance": performance_table(report),
         "engine_ratios": engine_ratios_table(report),

@@ -18,6 +18,7 @@ pub mod diff;
 mod engines;
 pub mod export;
 pub mod generation;
+pub mod graphs;
 pub mod greedy;
 mod html;
 mod markdown;
@@ -103,6 +104,8 @@ pub struct Report {
     pub trained: checkpoint_row::TrainedSection,
     /// Models whose engines that run the same kernels (webgpu's browser, native and Firefox) disagree.
     pub engine_disagreements: Vec<EngineDisagreement>,
+    /// optimum's graphs of the models (what transformers.js ships) beside ours.
+    pub graphs: graphs::GraphComparison,
     pub performance: Vec<Performance>,
     /// Engines timed on this machine's CPU against ONNX Runtime's CPU provider.
     pub engine_ratios: Vec<EngineRatio>,
@@ -143,6 +146,11 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
     };
     let stages = stage_rows(&cells, &platform_names);
     let engine_disagreements = engine_disagreements(&cells, &same_kernels(specs));
+    let graphs = graphs::compare(
+        "optimum",
+        &db.latest_on_graph(runs, Some("optimum"))?,
+        &cells,
+    );
     let precision = precision_of(plan, db, runs, &evidence)?;
     let generation = generation::generation_evidence(&evidence);
     Ok(Report {
@@ -162,6 +170,7 @@ pub fn build(plan: &Plan, db: &Database, runs: &[String]) -> Result<Report, Stri
         memory: memory::MemorySection::default(),
         trained: checkpoint_row::TrainedSection::default(),
         engine_disagreements,
+        graphs,
         performance,
         engine_ratios,
         recommendations,

@@ -101,6 +101,7 @@ fn small_report() -> Report {
         memory: memory(),
         trained: trained(),
         engine_disagreements: engine_disagreements(),
+        graphs: graphs(),
         performance: performance(),
         engine_ratios: vec![EngineRatio {
             model: "bert".into(),
@@ -469,6 +470,41 @@ fn generation() -> GenerationEvidence {
             model: "gpt2".into(),
             platforms: BTreeMap::from([("cpu".to_string(), Status::Passed)]),
         }],
+    }
+}
+
+/// optimum's graph of two models: one agreeing with ours, one its export failed.
+fn graphs() -> super::graphs::GraphComparison {
+    use super::graphs::{GraphComparison, GraphRow};
+    GraphComparison {
+        graph: "optimum".into(),
+        architectures: 2,
+        exported: 1,
+        causes: vec![("theirs: export-failed".into(), 1)],
+        rows: vec![
+            GraphRow {
+                model: "bert".into(),
+                platform: "cpu".into(),
+                engine: "onnxruntime".into(),
+                ours: Status::Passed,
+                theirs: Status::Passed,
+                formats_passed: 3,
+                formats_run: 3,
+                made_by: Some("optimum-onnx 0.1.0 (feature-extraction, opset 18; without pooler_output)".into()),
+                cause: None,
+            },
+            GraphRow {
+                model: "t5".into(),
+                platform: "cpu".into(),
+                engine: "onnxruntime".into(),
+                ours: Status::Passed,
+                theirs: Status::Failed,
+                formats_passed: 0,
+                formats_run: 3,
+                made_by: None,
+                cause: Some("theirs: export-failed (optimum made ['decoder_model.onnx', 'encoder_model.onnx'] for task text2text-generation, not one model.onnx)".into()),
+            },
+        ],
     }
 }
 
