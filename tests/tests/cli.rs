@@ -728,6 +728,46 @@ fn a_platform_missing_from_hardware_yaml_is_named_with_the_list() {
     );
 }
 
+/// A fixture root holds one graph's fixtures: ours are never built into optimum's root
+/// (its graph.json), nor optimum's into one holding ours; each refusal says where instead,
+/// before the exporter is looked for, and writes nothing.
+#[test]
+fn fixtures_of_one_graph_are_refused_in_anothers_root() {
+    let scratch = Scratch::new("graph-roots");
+    let optimum_root = scratch.path().join("optimum");
+    std::fs::create_dir_all(&optimum_root).unwrap();
+    std::fs::write(
+        optimum_root.join("graph.json"),
+        "{\"graph\": \"optimum\"}\n",
+    )
+    .unwrap();
+    let specs = workspace().join("tests/specs");
+    let ours = run_gen(&[
+        "fixtures",
+        "--specs",
+        specs.to_str().unwrap(),
+        "--model",
+        "textish",
+        "--fixtures",
+        optimum_root.to_str().unwrap(),
+        "--python",
+        "/nonexistent/python",
+    ]);
+    assert_eq!(ours.code, 1, "{}{}", ours.stdout, ours.stderr);
+    assert!(
+        ours.stderr
+            .contains("holds fixtures of another tool's graphs")
+            && ours.stderr.contains("--graph optimum"),
+        "{}",
+        ours.stderr
+    );
+    assert_eq!(
+        std::fs::read_dir(&optimum_root).unwrap().count(),
+        1,
+        "nothing written"
+    );
+}
+
 /// wgpu runs quantization.yaml's kernels, never a whole model: listed among a platform's
 /// engines it is refused with the file, line and where its cells are planned instead.
 #[test]

@@ -56,6 +56,7 @@ pub fn build(
     nncf_python: Option<&Path>,
     log: &mut dyn Write,
 ) -> Result<Summary, String> {
+    check_graph_root(root, source)?;
     let script = crate::workers::worker_script();
     if !script.is_file() {
         return Err(format!("no exporter at {}", script.display()));
@@ -66,7 +67,12 @@ pub fn build(
             python.display()
         ));
     }
-    mark_graph(root, source)?;
+    if matches!(source, Source::Optimum(_)) {
+        let marker = root.join(hwmatrix_cell::paths::GRAPH_RECORD);
+        std::fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
+        std::fs::write(&marker, "{\"graph\": \"optimum\"}\n")
+            .map_err(|e| format!("{}: {e}", marker.display()))?;
+    }
     let _lock = StoreLock::acquire(root, log)?;
     let mut summary = Summary::default();
     let mut jobs = Vec::new();
@@ -179,7 +185,7 @@ pub fn build(
 /// A root holds one graph's fixtures: optimum's are marked by its `graph.json` (which every
 /// record of a check on them carries as `graph`), ours by its absence. Building one kind into
 /// a root of the other is refused before anything is written.
-fn mark_graph(root: &Path, source: &Source) -> Result<(), String> {
+fn check_graph_root(root: &Path, source: &Source) -> Result<(), String> {
     use hwmatrix_cell::paths::GRAPH_RECORD;
     let marker = root.join(GRAPH_RECORD);
     let holds_fixtures = std::fs::read_dir(root)
@@ -193,12 +199,7 @@ fn mark_graph(root: &Path, source: &Source) -> Result<(), String> {
             root.display(),
             hwmatrix_cell::paths::optimum_fixtures_dir().display()
         )),
-        Source::Optimum(_) => {
-            std::fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
-            std::fs::write(&marker, "{\"graph\": \"optimum\"}\n")
-                .map_err(|e| format!("{}: {e}", marker.display()))
-        }
-        _ if marker.is_file() => Err(format!(
+        _ if marker.is_file() && !matches!(source, Source::Optimum(_)) => Err(format!(
             "error: {} holds fixtures of another tool's graphs ({})\n  help: build ours into the fixture root (leave out --fixtures), or pass --graph optimum",
             root.display(),
             marker.display()
