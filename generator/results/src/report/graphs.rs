@@ -4,7 +4,7 @@
 //! optimum`). Each row sets that graph's outcome on a platform and engine beside our
 //! graph's cell there, and where they differ, says why.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use hwmatrix_record::Outcome;
 use serde::Serialize;
@@ -72,7 +72,7 @@ pub(super) fn compare(
         })
         .collect();
     let mut rows = Vec::new();
-    let (mut models, mut exported) = (BTreeMap::new(), BTreeMap::new());
+    let (mut models, mut exported) = (BTreeSet::new(), BTreeSet::new());
     for ((model, platform, engine), records) in by_cell {
         let float32: Vec<&&LatestRecord> = records
             .iter()
@@ -85,9 +85,9 @@ pub(super) fn compare(
         let export_failed = records
             .iter()
             .any(|r| r.error_kind == Some(hwmatrix_record::ErrorKind::ExportFailed));
-        models.insert(model, ());
+        models.insert(model);
         if !export_failed {
-            exported.insert(model, ());
+            exported.insert(model);
         }
         let first_failure = float32.iter().find(|r| r.status == Outcome::Failed);
         let theirs = match first_failure {
@@ -215,12 +215,7 @@ fn cause_kind(cause: &str) -> String {
 
 /// A reason's first line, short enough for a table.
 fn first_line(reason: &str) -> String {
-    const MOST: usize = 160;
-    let line = reason.lines().next().unwrap_or_default();
-    match line.char_indices().nth(MOST) {
-        Some((end, _)) => format!("{}...", &line[..end]),
-        None => line.to_string(),
-    }
+    hwmatrix_specs::text::shorten(reason.lines().next().unwrap_or_default(), 160)
 }
 
 #[cfg(test)]
@@ -235,6 +230,6 @@ mod tests {
         );
         assert_eq!(cause_kind("ours: export"), "ours: export");
         assert_eq!(first_line("a\nb"), "a");
-        assert!(first_line(&"x".repeat(300)).ends_with("..."));
+        assert!(first_line(&"x".repeat(300)).ends_with('…'));
     }
 }
