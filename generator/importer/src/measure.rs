@@ -1549,21 +1549,21 @@ fn read_records(
         );
     }
     all.retain(|(r, _, _)| r.run_id == run_id);
-    all.sort_by(|(a, _, _), (b, _, _)| a.time.cmp(&b.time));
-    // The newest record per check and component; then per check, a failed component decides.
-    // (model, engine, check, component) → the record and its name.
-    type CheckOf = (String, EngineKind, CheckId, Option<String>);
-    let mut newest: BTreeMap<CheckOf, (Record, String)> = BTreeMap::new();
+    // The record that speaks for each check and component, ranked as the database ranks them.
+    // (model, engine, check) → component → the record and its name.
+    type CheckOf = (String, EngineKind, CheckId);
+    let mut newest: BTreeMap<CheckOf, BTreeMap<Option<String>, (Record, String)>> = BTreeMap::new();
     for (record, check, id) in all {
-        newest.insert(
-            (
-                record.model.clone(),
-                record.engine_kind,
-                check,
-                record.component.clone(),
-            ),
-            (record, id),
-        );
+        let components = newest
+            .entry((record.model.clone(), record.engine_kind, check))
+            .or_default();
+        let rank = |r: &Record| hwmatrix_record::recency(r.basis.name(), &r.time);
+        match components.get(&record.component) {
+            Some((kept, _)) if rank(kept) > rank(&record) => {}
+            _ => {
+                components.insert(record.component.clone(), (record, id));
+            }
+        }
     }
     let mut by_cell: Records = BTreeMap::new();
     for (record, check) in planned_not_run
@@ -1576,16 +1576,17 @@ fn read_records(
             .not_run
             .insert(check);
     }
-    for ((model, engine, check, _), (record, id)) in newest {
+    for ((model, engine, check), components) in newest {
+        let mut components: Vec<(Record, String)> = components.into_values().collect();
+        let Some(deciding) =
+            hwmatrix_record::deciding_component(components.iter().map(|(r, _)| r.status))
+        else {
+            continue;
+        };
+        let (record, id) = components.swap_remove(deciding);
         let cell = by_cell.entry((model, engine)).or_default();
-        if cell
-            .checks
-            .get(&check)
-            .is_none_or(|kept| kept.status == Outcome::Passed)
-        {
-            cell.record_ids.insert(check, id);
-            cell.checks.insert(check, record);
-        }
+        cell.record_ids.insert(check, id);
+        cell.checks.insert(check, record);
     }
     Ok((run_id, by_cell))
 }

@@ -86,6 +86,7 @@ impl Database {
             path: path.to_path_buf(),
         };
         db.migrate()?;
+        db.register_recency()?;
         Ok(db)
     }
 
@@ -121,6 +122,24 @@ impl Database {
                 self.path.display()
             )),
         }
+    }
+
+    /// `recency(basis, time)` in SQL: the rank of a record among its check's records, as
+    /// `gen measure` ranks them too ([`hwmatrix_record::recency`]).
+    fn register_recency(&self) -> Result<(), String> {
+        use rusqlite::functions::FunctionFlags;
+        self.conn
+            .create_scalar_function(
+                "recency",
+                2,
+                FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+                |cx| {
+                    let basis: String = cx.get(0)?;
+                    let time: String = cx.get(1)?;
+                    Ok(hwmatrix_record::recency(&basis, &time))
+                },
+            )
+            .map_err(|e| self.error("registering the function recency", e))
     }
 
     fn error(&self, doing: &str, e: rusqlite::Error) -> String {

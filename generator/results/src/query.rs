@@ -117,10 +117,11 @@ fn fold_components(latest: Vec<LatestRecord>) -> Vec<LatestRecord> {
                     .map(|e| (component_of(e).unwrap_or_default(), e.status))
                     .collect();
                 let median_ms = parts.iter().map(|e| e.median_ms).sum::<Option<f64>>();
-                let cited = parts
-                    .iter()
-                    .position(|e| e.status != Outcome::Passed)
-                    .unwrap_or(0);
+                let Some(cited) =
+                    hwmatrix_record::deciding_component(parts.iter().map(|e| e.status))
+                else {
+                    continue;
+                };
                 let Some(cited) = parts.into_iter().nth(cited) else {
                     continue;
                 };
@@ -136,13 +137,10 @@ fn fold_components(latest: Vec<LatestRecord>) -> Vec<LatestRecord> {
 }
 
 impl Database {
-    /// The newest record of every (model, platform, engine, check, precision),
-    /// and component (folded into one per check): what the cell's status is today. Ties in time go to the later import.
-    /// With `runs`, only records of those runs count. A record that ran (or a
-    /// planned status) wins over the ledger's "not tried" of a build without the
-    /// feature, whatever their times: another process of the same run
-    /// (tests/run.sh's lanes) may have measured the check before that build
-    /// recorded it as not tried.
+    /// The record that speaks for every (model, platform, engine, check, precision)
+    /// and component (folded into one per check): what the cell's status is today, by
+    /// [`hwmatrix_record::recency`], ties going to the later import. With `runs`, only
+    /// records of those runs count.
     pub fn latest(&self, runs: &[String]) -> Result<Vec<LatestRecord>, String> {
         self.latest_on_graph(runs, None)
     }
@@ -169,7 +167,7 @@ impl Database {
             "SELECT {COLUMNS} FROM (
                 SELECT *, json_extract(body, '$.component') AS component,
                     ROW_NUMBER() OVER (PARTITION BY model, platform, engine_kind, check_name, precision, json_extract(body, '$.component')
-                                       ORDER BY basis = 'not-tried', time DESC, id DESC) AS rank
+                                       ORDER BY recency(basis, time) DESC, id DESC) AS rank
                 FROM records {filter}
              ) WHERE rank = 1 ORDER BY model, platform, engine_kind, check_name, precision, component"
         );

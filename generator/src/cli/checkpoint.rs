@@ -235,7 +235,7 @@ pub fn run(
         "[2/4] fixtures of {} from the checkpoint",
         found.model_type
     );
-    let openvino_python = hwmatrix_platforms::openvino::runtime_python();
+    let openvino_python = super::fixtures::openvino_python();
     let built = fixtures::build(
         &model_plan,
         &fixtures_dir,

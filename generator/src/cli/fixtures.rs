@@ -95,7 +95,7 @@ pub fn run(
             std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?,
         ),
     };
-    let openvino_python = hwmatrix_platforms::openvino::runtime_python();
+    let openvino_python = openvino_python();
     let summary = fixtures::build(
         &plan,
         &dir,
@@ -162,6 +162,13 @@ pub fn run(
     } else {
         1
     })
+}
+
+/// OpenVINO's venv (openvino and NNCF), where `bash tests/setup.sh openvino` installs it: it
+/// makes NNCF's formats and runs OpenVINO from Python (`gen fixtures`, `gen measure`, `gen
+/// checkpoint`). The path is where it would be even when it is not there.
+pub(super) fn openvino_python() -> std::path::PathBuf {
+    hwmatrix_platforms::openvino::runtime_python()
 }
 
 /// OpenVINO's venv, which makes NNCF's formats, unless skipped or not installed.

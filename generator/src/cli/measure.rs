@@ -81,7 +81,7 @@ pub fn run(
             })?)
         }
     };
-    let nncf_python = hwmatrix_platforms::openvino::runtime_python();
+    let nncf_python = super::fixtures::openvino_python();
     let options = measure::Options {
         records: args.records.as_deref(),
         records_cpu_class: cpu_class.as_ref(),

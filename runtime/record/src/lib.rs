@@ -8,6 +8,7 @@ mod bench;
 mod deviation;
 mod float;
 mod generation;
+mod newest;
 mod placement;
 mod quantization;
 
@@ -17,6 +18,7 @@ pub use bench::{Bench, GenerationBench, GenerationPython, Latency, Python, Throu
 pub use deviation::{Agreement, DeviationRecord, OutputDeviation, Spread, Worst};
 pub use generation::{Divergence, GenerationRecord, NearTie, StepRecord};
 pub use hwmatrix_cell::{Basis, CpuClass, EngineKind, ErrorKind, Outcome, Platform, Stage};
+pub use newest::{deciding_component, recency};
 pub use placement::{Fallback, ProviderEvidence, ProviderShare};
 pub use quantization::{LayerQuantization, QuantizationRecord};
 

@@ -113,15 +113,18 @@ pub struct PrecisionEvidence {
 }
 
 /// The formats table: every cpu ONNX Runtime bench or precision record of a real
-/// checkpoint's fixture, and OpenVINO's runtime's records of NNCF's formats (the same CPU),
-/// one row per (model, checkpoint, format), float32 first.
+/// checkpoint's fixture, and the records of OpenVINO's own formats (NNCF's IR, which only
+/// OpenVINO's runtime reads; `gen checkpoint` runs them on the same CPU), one row per
+/// (model, checkpoint, format), float32 first.
 fn formats(checkpoint_evidence: &[LatestRecord]) -> Vec<FormatRow> {
     let mut rows: BTreeMap<(String, String, usize, String), FormatRow> = BTreeMap::new();
+    let openvino_ir = |name: &str| {
+        hwmatrix_cell::Precision::ALL
+            .into_iter()
+            .any(|p| p.name() == name && p.is_openvino_ir())
+    };
     for e in checkpoint_evidence.iter().filter(|e| {
-        (e.platform == "cpu" && e.engine_kind == "onnxruntime")
-            || (e.platform == "openvino"
-                && e.engine_kind == "openvino"
-                && e.precision.starts_with("nncf_"))
+        (e.platform == "cpu" && e.engine_kind == "onnxruntime") || openvino_ir(&e.precision)
     }) {
         let Some(checkpoint) = checkpoint_of(e) else {
             continue;
