@@ -13,7 +13,6 @@ use crate::content::{CONTENT_RECORD, Content};
 use crate::error::{CheckError, ErrorKind};
 use crate::npy;
 use crate::paths;
-use crate::paths::NNCF_RECORD;
 use crate::tensor::Tensor;
 use crate::{ModelDecl, Precision, TensorDecl};
 
@@ -118,15 +117,18 @@ pub struct ExtraExport {
     pub error: Option<String>,
 }
 
-/// `nncf.json`: the NNCF formats of one export of a fixture.
+/// The record a script that makes formats after the export leaves beside a fixture
+/// (`nncf.json`, `transformersjs.json`): how it made each, from one export of the fixture.
 #[derive(Debug, Deserialize)]
-struct NncfRecord {
-    /// The key of the script that made them (hwmatrix_specs::fixture_key::nncf_key).
+struct MadeAfterExport {
+    /// The key of the script that made them (hwmatrix_specs::fixture_key).
     key: String,
     /// The `cache_key` of the export they were made from.
     fixture_key: Option<String>,
-    nncf_int8: ExtraExport,
-    nncf_int4: ExtraExport,
+    /// Each format, by its name (`nncf_int4`, `bnb4`); the record's other fields
+    /// (`versions`) are not formats.
+    #[serde(flatten)]
+    formats: BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -330,8 +332,8 @@ impl Fixture {
     /// A precision variant's model (`model.q4.onnx`), or the exporter's
     /// reason for not having one (`meta.json`'s `q4.error`).
     pub fn model_precision(&self, precision: Precision) -> Result<PathBuf, CheckError> {
-        if precision.is_openvino_ir() {
-            return self.openvino_ir(precision);
+        if let Some((record, tool)) = precision.made_after_export() {
+            return self.made_after_export(precision, record, tool);
         }
         let path = self.dir.join(precision.model_file());
         if path.is_file() {
@@ -344,7 +346,9 @@ impl Fixture {
             Precision::Q4 => &self.meta.q4,
             Precision::Q4f16 => &self.meta.q4f16,
             Precision::Qdq8 => &self.meta.qdq8,
-            Precision::NncfInt8 | Precision::NncfInt4 => unreachable!("read from nncf.json above"),
+            Precision::NncfInt8 | Precision::NncfInt4 | Precision::Bnb4 | Precision::Q2 => {
+                unreachable!("read from its script's record above")
+            }
         };
         Err(match made.as_ref().and_then(|v| v.error.as_ref()) {
             Some(error) => {
@@ -381,26 +385,35 @@ impl Fixture {
         })
     }
 
-    /// An NNCF format's IR (`model.nncf_int4.xml`), made after the export by
-    /// generator/importer/exporter/nncf_variants.py, which says in `nncf.json` how
-    /// it made each for this fixture, or NNCF's reason for not making one.
-    fn openvino_ir(&self, precision: Precision) -> Result<PathBuf, CheckError> {
-        let record = self.dir.join(NNCF_RECORD);
-        let rebuild =
-            "run `bash tests/setup.sh openvino` (OpenVINO's runtime and NNCF), then `gen fixtures`";
-        let made: NncfRecord = match std::fs::read_to_string(&record) {
+    /// A format a script made after the export (NNCF's IR `model.nncf_int4.xml` by
+    /// nncf_variants.py, `model.bnb4.onnx` by transformersjs_formats.py), which says in its
+    /// `record` how it made each for this fixture, or `tool`'s reason for not making one.
+    fn made_after_export(
+        &self,
+        precision: Precision,
+        record: &str,
+        tool: &str,
+    ) -> Result<PathBuf, CheckError> {
+        let path = self.dir.join(record);
+        let rebuild = if record == crate::paths::NNCF_RECORD {
+            "run `bash tests/setup.sh openvino` (OpenVINO's runtime and NNCF), then `gen fixtures`"
+        } else {
+            "run `gen fixtures`"
+        };
+        let made: MadeAfterExport = match std::fs::read_to_string(&path) {
             Ok(text) => serde_json::from_str(&text).map_err(|e| {
                 CheckError::new(
                     ErrorKind::FixtureInvalid,
-                    format!("{}: {e}", record.display()),
+                    format!("{}: {e}", path.display()),
                 )
             })?,
             Err(_) => {
                 return Err(CheckError::new(
                     ErrorKind::FixtureInvalid,
                     format!(
-                        "{} has no NNCF formats ({NNCF_RECORD}): {rebuild}",
-                        self.dir.display()
+                        "{} has no {} model ({record}): {rebuild}",
+                        self.dir.display(),
+                        precision.name()
                     ),
                 ));
             }
@@ -413,7 +426,7 @@ impl Fixture {
         } else if self
             .content
             .as_ref()
-            .is_some_and(|c| c.nncf_key.as_deref() != Some(made.key.as_str()))
+            .is_some_and(|c| c.key_of(record) != Some(made.key.as_str()))
         {
             Some("after gen fixtures recorded what the fixture holds")
         } else {
@@ -422,16 +435,17 @@ impl Fixture {
         if let Some(how) = stale {
             return Err(CheckError::new(
                 ErrorKind::FixtureInvalid,
-                format!(
-                    "{}: its NNCF formats were made {how}: {rebuild}",
-                    record.display()
-                ),
+                format!("{}: its formats were made {how}: {rebuild}", path.display()),
             ));
         }
-        let variant = match precision {
-            Precision::NncfInt8 => made.nncf_int8,
-            _ => made.nncf_int4,
-        };
+        let variant: ExtraExport = made
+            .formats
+            .get(precision.name())
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or(ExtraExport {
+                file: None,
+                error: None,
+            });
         match variant {
             ExtraExport {
                 file: Some(file), ..
@@ -439,14 +453,15 @@ impl Fixture {
             ExtraExport {
                 error: Some(error), ..
             } => Err(CheckError::new(
-                // A model whose weights NNCF leaves all in the backup width has no such format.
-                if error.contains("compressed no weight") {
+                // A model whose weights NNCF leaves all in the backup width, or with no
+                // MatMul a quantizer takes, has no such format.
+                if error.contains("compressed no weight") || error.contains("quantized no node") {
                     ErrorKind::DoesNotApply
                 } else {
                     ErrorKind::ExportFailed
                 },
                 format!(
-                    "NNCF could not make the {} model: {error}",
+                    "{tool} could not make the {} model: {error}",
                     precision.name()
                 ),
             )),
@@ -454,7 +469,7 @@ impl Fixture {
                 ErrorKind::FixtureInvalid,
                 format!(
                     "{} names no {} file that exists: {rebuild}",
-                    record.display(),
+                    path.display(),
                     precision.name()
                 ),
             )),
@@ -692,6 +707,7 @@ mod tests {
             spec_digest: "s".into(),
             cache_key: Some("k1".into()),
             nncf_key: Some(nncf_key.into()),
+            transformersjs_key: None,
             built_on: None,
             parts: Default::default(),
         };
@@ -708,7 +724,7 @@ mod tests {
                 "nncf_int8": {"file": "model.nncf_int8.xml"},
                 "nncf_int4": {"error": "NNCF compressed no weight to int4 ({'int4': 0, 'int8': 3})"},
             });
-            std::fs::write(dir.join(NNCF_RECORD), made.to_string()).unwrap();
+            std::fs::write(dir.join(crate::paths::NNCF_RECORD), made.to_string()).unwrap();
         };
         record("script-1", "k1");
         // Named but not on disk: the fixture is broken, not the format.
@@ -735,6 +751,52 @@ mod tests {
         );
         fixture.content = Some(content("script-2"));
         assert!(fixture.model_precision(Precision::NncfInt8).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// transformers.js's formats are read from their own record, keyed apart from NNCF's.
+    #[test]
+    fn transformersjs_formats_name_their_quantizer() {
+        let dir = std::env::temp_dir().join(format!("hwmatrix-tjs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let meta = serde_json::json!({
+            "model_type": "m", "source": "tiny-random", "shapes": [], "cache_key": "k1",
+        });
+        let fixture = Fixture {
+            dir: dir.clone(),
+            meta: serde_json::from_value(meta).unwrap(),
+            content: Some(Content {
+                spec_digest: "s".into(),
+                cache_key: Some("k1".into()),
+                nncf_key: Some("nncf-script".into()),
+                transformersjs_key: Some("tjs-script".into()),
+                built_on: None,
+                parts: Default::default(),
+            }),
+        };
+        let made = serde_json::json!({
+            "key": "tjs-script", "fixture_key": "k1", "versions": {"onnxruntime": "1.31.1"},
+            "bnb4": {"file": "model.bnb4.onnx"},
+            "q2": {"error": "RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul"},
+        });
+        std::fs::write(
+            dir.join(crate::paths::TRANSFORMERSJS_RECORD),
+            made.to_string(),
+        )
+        .unwrap();
+        std::fs::write(dir.join("model.bnb4.onnx"), "graph").unwrap();
+        assert_eq!(
+            fixture.model_precision(Precision::Bnb4).map_err(|e| e.kind),
+            Ok(dir.join("model.bnb4.onnx"))
+        );
+        let q2 = fixture.model_precision(Precision::Q2).unwrap_err();
+        assert_eq!(q2.kind, ErrorKind::DoesNotApply);
+        assert!(
+            q2.message
+                .starts_with("ONNX Runtime's quantizer could not make the q2 model"),
+            "{}",
+            q2.message
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -21,7 +21,9 @@ pub struct Summary {
     /// (model_type, the exporter's error)
     pub failed: Vec<(String, String)>,
     /// NNCF's formats of the exported fixtures (None: not asked for).
-    pub nncf: Option<crate::nncf::Summary>,
+    pub nncf: Option<crate::after_export::Summary>,
+    /// transformers.js's formats export.py does not make (bnb4, q2).
+    pub transformersjs: crate::after_export::Summary,
     /// Fixtures whose content.json was (re)written.
     pub content_taken: usize,
 }
@@ -164,19 +166,15 @@ pub fn build(
             log,
         )?;
     }
+    let dirs = crate::after_export::exported_fixtures(
+        root,
+        plan.models.iter().map(|m| m.model.spec.model_type.as_str()),
+    );
+    let logs = root.join(".logs");
+    use crate::after_export::{NNCF, TRANSFORMERS_JS, make};
+    summary.transformersjs = make(&TRANSFORMERS_JS, root, &dirs, python, workers, &logs, log)?;
     if let Some(nncf_python) = nncf_python {
-        let dirs = crate::nncf::exported_fixtures(
-            root,
-            plan.models.iter().map(|m| m.model.spec.model_type.as_str()),
-        );
-        summary.nncf = Some(crate::nncf::make(
-            root,
-            &dirs,
-            nncf_python,
-            workers,
-            &root.join(".logs"),
-            log,
-        )?);
+        summary.nncf = Some(make(&NNCF, root, &dirs, nncf_python, workers, &logs, log)?);
     }
     summary.content_taken = record_content(plan, root, log)?;
     Ok(summary)
@@ -220,7 +218,7 @@ fn record_content(plan: &Plan, root: &Path, log: &mut dyn Write) -> Result<usize
         let model = model_plan.model;
         let name = model.spec.model_type.as_str();
         let (digest, key) = (model.digest(), model.fixture_key());
-        for dir in crate::nncf::exported_fixtures(root, [name]) {
+        for dir in crate::after_export::exported_fixtures(root, [name]) {
             dirs.push((dir, digest.clone(), key.clone(), false));
         }
         // A libtorch-only fixture (its ONNX export failed) has no model.onnx;
@@ -257,6 +255,7 @@ fn record_content(plan: &Plan, root: &Path, log: &mut dyn Write) -> Result<usize
             continue;
         }
         let nncf_key = key_in(&dir, hwmatrix_cell::paths::NNCF_RECORD, "key");
+        let transformersjs_key = key_in(&dir, hwmatrix_cell::paths::TRANSFORMERSJS_RECORD, "key");
         // Taken again where it does not name the CPU that built the fixture (its
         // class and kernel features): the cache is this machine's. (One whose
         // digests are of another form reads as none.)
@@ -264,6 +263,7 @@ fn record_content(plan: &Plan, root: &Path, log: &mut dyn Write) -> Result<usize
             c.spec_digest == spec_digest
                 && c.cache_key == cache_key
                 && c.nncf_key == nncf_key
+                && c.transformersjs_key == transformersjs_key
                 && c.built_on
                     .as_deref()
                     .is_some_and(hwmatrix_cell::content::names_the_features)
@@ -271,7 +271,8 @@ fn record_content(plan: &Plan, root: &Path, log: &mut dyn Write) -> Result<usize
         if current {
             continue;
         }
-        Content::take(&dir, &spec_digest, generation, cache_key, nncf_key)
+        let keys = [nncf_key, transformersjs_key];
+        Content::take(&dir, &spec_digest, generation, cache_key, keys)
             .and_then(|c| c.write(&dir))
             .map_err(|e| format!("{}: cannot record what it holds: {e}", dir.display()))?;
         taken += 1;

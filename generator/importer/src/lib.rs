@@ -4,10 +4,10 @@
 //! measured into the evidence store ([`measure`]), and what each architecture
 //! weighs at its default size ([`memory`]).
 
+pub mod after_export;
 pub mod checkpoint;
 pub mod derive;
 pub mod fixtures;
 pub mod measure;
 pub mod memory;
-pub mod nncf;
 pub mod workers;

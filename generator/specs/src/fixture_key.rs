@@ -26,6 +26,11 @@ pub const GENERATION_SOURCE: &[u8] = include_bytes!("../../importer/exporter/gen
 pub const NNCF_SOURCE: &[u8] = include_bytes!("../../importer/exporter/nncf_variants.py");
 pub const NNCF_REQUIREMENTS: &[u8] =
     include_bytes!("../../importer/exporter/requirements-openvino-runtime.txt");
+/// The script that makes transformers.js's formats export.py does not (bnb4, q2) beside a
+/// fixture, in the exporter's venv: their key (the script and the exporter's requirements)
+/// is in each fixture's `transformersjs.json`.
+pub const TRANSFORMERSJS_SOURCE: &[u8] =
+    include_bytes!("../../importer/exporter/transformersjs_formats.py");
 /// The scripts that make a fixture on optimum's graph (`gen fixtures --graph optimum`), and
 /// optimum's venv's pinned requirements: only those fixtures' keys cover them.
 pub const OPTIMUM_SOURCES: [&[u8]; 3] = [
@@ -86,6 +91,17 @@ pub fn generation_fixture_key(spec_digest: &str) -> String {
 pub fn nncf_key() -> String {
     let mut hasher = Sha256::new();
     for part in [NNCF_SOURCE, NNCF_REQUIREMENTS] {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    hex(&hasher.finalize())
+}
+
+/// The key of transformersjs_formats.py's formats: the script and the exporter's requirements
+/// (its quantizers are onnxruntime's).
+pub fn transformersjs_key() -> String {
+    let mut hasher = Sha256::new();
+    for part in [TRANSFORMERSJS_SOURCE, EXPORTER_REQUIREMENTS] {
         hasher.update((part.len() as u64).to_le_bytes());
         hasher.update(part);
     }

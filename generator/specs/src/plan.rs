@@ -607,12 +607,17 @@ impl<'a> CellPlanner<'a> {
     }
 
     /// The precision checks of the cell's engine (the platform's on engines that run the ONNX
-    /// graph's variants, the engine's own on OpenVINO's runtime): each inherits the float32
-    /// cell's status (`planned`) unless it runs, then its own outcome decides.
+    /// graph's variants unless the engine lists its own, the engine's own on OpenVINO's
+    /// runtime): each inherits the float32 cell's status (`planned`) unless it runs, then its
+    /// own outcome decides.
     fn precision_checks(&self, planned: &Planned<String>) -> Vec<PrecisionPlan> {
         // Every engine that runs the ONNX graph runs its variants (the browser's
         // onnxruntime-web too); libtorch runs TorchScript and wgpu runs kernels.
         let formats = match self.engine {
+            EngineSpec::Onnxruntime {
+                precision_checks: Some(own),
+                ..
+            } => own,
             EngineSpec::Onnxruntime { .. } | EngineSpec::Browser { .. } => {
                 &self.specs.hardware.platforms[&self.name].precision_checks
             }

@@ -123,6 +123,19 @@ pub fn run(
             summary.content_taken
         );
     }
+    let made = &summary.transformersjs;
+    if made.made + made.failed.len() > 0 {
+        let _ = writeln!(
+            out,
+            "transformers.js formats (bnb4, q2) of the exported fixtures: {} made, {} cached, {} failed",
+            made.made,
+            made.cached,
+            made.failed.len()
+        );
+    }
+    for (fixture, why) in &made.failed {
+        let _ = writeln!(err, "error: transformers.js formats of {fixture}: {why}");
+    }
     match &summary.nncf {
         Some(nncf) => {
             let _ = writeln!(
@@ -157,7 +170,8 @@ pub fn run(
         );
     }
     let nncf_failed = summary.nncf.as_ref().is_some_and(|n| !n.failed.is_empty());
-    Ok(if summary.failed.is_empty() && !nncf_failed {
+    let formats_failed = nncf_failed || !summary.transformersjs.failed.is_empty();
+    Ok(if summary.failed.is_empty() && !formats_failed {
         0
     } else {
         1

@@ -45,7 +45,7 @@ pub enum CheckId {
 
 impl CheckId {
     /// Every check, in the order reports list them.
-    pub const ALL: [CheckId; 20] = [
+    pub const ALL: [CheckId; 22] = [
         CheckId::Export,
         CheckId::TorchscriptExport,
         CheckId::GenerationExport,
@@ -60,6 +60,8 @@ impl CheckId {
         CheckId::Precision(Precision::Qdq8),
         CheckId::Precision(Precision::NncfInt8),
         CheckId::Precision(Precision::NncfInt4),
+        CheckId::Precision(Precision::Bnb4),
+        CheckId::Precision(Precision::Q2),
         CheckId::Generates,
         CheckId::Quantization(QuantScheme::Fp16),
         CheckId::Quantization(QuantScheme::Int8),
@@ -100,6 +102,8 @@ impl CheckId {
                 Precision::Qdq8 => "qdq8_matches_reference",
                 Precision::NncfInt8 => "nncf_int8_matches_reference",
                 Precision::NncfInt4 => "nncf_int4_matches_reference",
+                Precision::Bnb4 => "bnb4_matches_reference",
+                Precision::Q2 => "q2_matches_reference",
             },
             CheckId::Generates => "generates",
             CheckId::Quantization(scheme) => match scheme {

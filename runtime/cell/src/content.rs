@@ -51,12 +51,14 @@ pub struct Content {
     /// sha256 of the spec the fixture was built from (the generated
     /// declaration's `spec_digest`): a cell refuses a fixture of another spec.
     pub spec_digest: String,
-    /// meta.json's `cache_key` and nncf.json's `key` when the digests were
-    /// taken: `gen fixtures` takes them again when either changed.
+    /// meta.json's `cache_key`, nncf.json's and transformersjs.json's `key` when the
+    /// digests were taken: `gen fixtures` takes them again when one changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nncf_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transformersjs_key: Option<String>,
     /// The CPU that built it, by its class and the features that choose its
     /// kernels ([`crate::cpu_class::built_on`]: `x86-64 avx512-vnni (avx512_vnni
     /// ... fma avx512vl avx512dq)`): PyTorch's references and the calibrated
@@ -79,7 +81,7 @@ impl Content {
         spec_digest: &str,
         generation: bool,
         cache_key: Option<String>,
-        nncf_key: Option<String>,
+        [nncf_key, transformersjs_key]: [Option<String>; 2],
     ) -> std::io::Result<Content> {
         let mut parts = BTreeMap::new();
         if generation {
@@ -130,9 +132,20 @@ impl Content {
             spec_digest: spec_digest.to_string(),
             cache_key,
             nncf_key,
+            transformersjs_key,
             built_on: Some(crate::cpu_class::built_on_here().to_string()),
             parts,
         })
+    }
+
+    /// The key, when the digests were taken, of the script that writes `record` (a format's
+    /// [`crate::Precision::made_after_export`] record) beside the fixture.
+    pub fn key_of(&self, record: &str) -> Option<&str> {
+        match record {
+            crate::paths::NNCF_RECORD => self.nncf_key.as_deref(),
+            crate::paths::TRANSFORMERSJS_RECORD => self.transformersjs_key.as_deref(),
+            _ => None,
+        }
     }
 
     /// The content record of the fixture in `dir`, if `gen fixtures` wrote one
@@ -655,6 +668,7 @@ mod tests {
             spec_digest: "s".into(),
             cache_key: None,
             nncf_key: None,
+            transformersjs_key: None,
             built_on: None,
             parts: [("graph".to_string(), "g".to_string())].into(),
         };
@@ -842,9 +856,9 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("hwmatrix-content-{}", std::process::id()));
         fixture(&dir, "graph", "int8");
         std::fs::write(dir.join("meta.json"), r#"{"cache_key":"k1","shapes":[]}"#).unwrap();
-        let first = Content::take(&dir, "s", false, Some("k1".into()), None).unwrap();
+        let first = Content::take(&dir, "s", false, Some("k1".into()), [None, None]).unwrap();
         std::fs::write(dir.join("meta.json"), r#"{"cache_key":"k2","shapes":[]}"#).unwrap();
-        let rebuilt = Content::take(&dir, "s", false, Some("k2".into()), None).unwrap();
+        let rebuilt = Content::take(&dir, "s", false, Some("k2".into()), [None, None]).unwrap();
         let onnx = EngineKind::Onnxruntime;
         // The quantizer's scratch folder, named at random, in an error meta.json records.
         let qdq8_error = |scratch: &str| {
@@ -853,9 +867,9 @@ mod tests {
             )
         };
         std::fs::write(dir.join("meta.json"), qdq8_error("ort.quant.wm6rqs2s")).unwrap();
-        let one_scratch = Content::take(&dir, "s", false, Some("k2".into()), None).unwrap();
+        let one_scratch = Content::take(&dir, "s", false, Some("k2".into()), [None, None]).unwrap();
         std::fs::write(dir.join("meta.json"), qdq8_error("ort.quant.9bt3c2om")).unwrap();
-        let another = Content::take(&dir, "s", false, Some("k2".into()), None).unwrap();
+        let another = Content::take(&dir, "s", false, Some("k2".into()), [None, None]).unwrap();
         assert_eq!(
             one_scratch.parts["meta"], another.parts["meta"],
             "a scratch folder's name"
@@ -872,7 +886,7 @@ mod tests {
             );
         }
         fixture(&dir, "graph", "another int8");
-        let changed = Content::take(&dir, "s", false, Some("k3".into()), None).unwrap();
+        let changed = Content::take(&dir, "s", false, Some("k3".into()), [None, None]).unwrap();
         assert_eq!(
             first.check_digest("runs", onnx),
             changed.check_digest("runs", onnx)

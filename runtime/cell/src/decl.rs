@@ -463,10 +463,17 @@ pub enum Precision {
     /// `--weight-format int4`. OpenVINO's runtime only.
     #[serde(rename = "nncf_int4")]
     NncfInt4,
+    /// 4-bit NormalFloat weights in blocks of 64 (ONNX Runtime's `MatMulBnb4Quantizer`, NF4):
+    /// transformers.js's bnb4. Made after the export by
+    /// generator/importer/exporter/transformersjs_formats.py.
+    Bnb4,
+    /// 2-bit weights in blocks of 32 (`MatMulNBitsQuantizer` with bits 2, symmetric):
+    /// transformers.js's q2 (its version 4). Made with bnb4.
+    Q2,
 }
 
 impl Precision {
-    pub const ALL: [Precision; 8] = [
+    pub const ALL: [Precision; 10] = [
         Precision::Fp16,
         Precision::Int8,
         Precision::Int8Avx2,
@@ -475,6 +482,8 @@ impl Precision {
         Precision::Qdq8,
         Precision::NncfInt8,
         Precision::NncfInt4,
+        Precision::Bnb4,
+        Precision::Q2,
     ];
 
     pub fn name(self) -> &'static str {
@@ -487,6 +496,8 @@ impl Precision {
             Precision::Qdq8 => "qdq8",
             Precision::NncfInt8 => "nncf_int8",
             Precision::NncfInt4 => "nncf_int4",
+            Precision::Bnb4 => "bnb4",
+            Precision::Q2 => "q2",
         }
     }
 
@@ -506,6 +517,8 @@ impl Precision {
             Precision::Qdq8 => "model.qdq8.onnx",
             Precision::NncfInt8 => "model.nncf_int8.xml",
             Precision::NncfInt4 => "model.nncf_int4.xml",
+            Precision::Bnb4 => "model.bnb4.onnx",
+            Precision::Q2 => "model.q2.onnx",
         }
     }
 
@@ -513,6 +526,20 @@ impl Precision {
     /// the others are ONNX graphs.
     pub fn is_openvino_ir(self) -> bool {
         matches!(self, Precision::NncfInt8 | Precision::NncfInt4)
+    }
+
+    /// For a format a script makes after the export, the record that script leaves beside
+    /// the fixture (how it made each format, or the tool's whole error) and the tool it
+    /// names; None for the exporter's own formats, which meta.json accounts for.
+    pub fn made_after_export(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Precision::NncfInt8 | Precision::NncfInt4 => Some((crate::paths::NNCF_RECORD, "NNCF")),
+            Precision::Bnb4 | Precision::Q2 => Some((
+                crate::paths::TRANSFORMERSJS_RECORD,
+                "ONNX Runtime's quantizer",
+            )),
+            _ => None,
+        }
     }
 }
 

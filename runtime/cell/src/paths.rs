@@ -24,6 +24,10 @@ pub fn cache_dir() -> PathBuf {
 /// format, from which export.
 pub const NNCF_RECORD: &str = "nncf.json";
 
+/// The file transformersjs_formats.py writes beside a fixture: how it made bnb4 and q2, from
+/// which export.
+pub const TRANSFORMERSJS_RECORD: &str = "transformersjs.json";
+
 /// The fixture root of the contract: `HWMATRIX_FIXTURES`, else `<cache>/fixtures`.
 pub fn fixtures_dir() -> PathBuf {
     std::env::var_os("HWMATRIX_FIXTURES")

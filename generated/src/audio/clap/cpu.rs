@@ -19,6 +19,10 @@ mod onnx {
         "known issue: clap on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_audio: cosine similarity … in its worst row [model-specs/evidence/clap.yaml]"
         : q4_matches_reference = Precision(Precision::Q4)
     );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
 }
 /// clap on cpu with libtorch, device cpu: run.
 ///

@@ -15,7 +15,9 @@ mod onnx {
     );
     runtime::checks!(
         super::super::cells::CPU_ONNX, gate = gate_cpu : int8_avx2_matches_reference =
-        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4)
+        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// lasr_ctc on cpu with libtorch, device cpu: run.

@@ -16,6 +16,8 @@ pub static CPU_ONNX: Cell = Cell::new(
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
             PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     )
     .with_class_plans(
@@ -189,6 +191,8 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
             PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
             PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     );
 /// muse_spark_audio on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

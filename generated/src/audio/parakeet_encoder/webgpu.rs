@@ -26,7 +26,9 @@ mod native {
     );
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// parakeet_encoder on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -49,6 +49,24 @@ pub static CPU_ONNX: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "xcodec on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Concat node [model-specs/evidence/xcodec.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
+                Planned::KnownIssue {
+                    reason: "xcodec on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Concat node [model-specs/evidence/xcodec.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// xcodec on cpu: run (libtorch, device cpu).
@@ -404,6 +422,24 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "xcodec on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Concat node [model-specs/evidence/xcodec.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "xcodec on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Concat node [model-specs/evidence/xcodec.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
                 Planned::KnownIssue {
                     reason: "xcodec on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Concat node [model-specs/evidence/xcodec.yaml]",
                     basis: Basis::Evidence,

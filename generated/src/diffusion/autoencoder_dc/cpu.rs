@@ -10,7 +10,8 @@ mod onnx {
         : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
         DynamicShapes, int8_matches_reference = Precision(Precision::Int8),
         int8_avx2_matches_reference = Precision(Precision::Int8Avx2),
-        q4_matches_reference = Precision(Precision::Q4)
+        q4_matches_reference = Precision(Precision::Q4), bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// autoencoder_dc on cpu with libtorch, device cpu: run.

@@ -10,7 +10,8 @@ mod onnx {
         : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
         DynamicShapes, int8_matches_reference = Precision(Precision::Int8),
         int8_avx2_matches_reference = Precision(Precision::Int8Avx2),
-        q4_matches_reference = Precision(Precision::Q4)
+        q4_matches_reference = Precision(Precision::Q4), bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// autoencoder_kl_allegro on cpu with libtorch, device cpu: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or cpu): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet).

@@ -23,6 +23,8 @@ pub static CPU_ONNX: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     );
 /// autoencoder_kl_cosmos on cpu: run (libtorch, device cpu).
@@ -420,6 +422,24 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
                 Planned::KnownIssue {
                     reason: "autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,

@@ -49,7 +49,9 @@ mod native {
         super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: autoencoder_kl_cosmos on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Conv node [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// autoencoder_kl_cosmos on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (autoencoder_kl_cosmos on webgpu with firefox: matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds runs)).

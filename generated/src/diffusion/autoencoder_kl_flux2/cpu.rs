@@ -23,6 +23,10 @@ mod onnx {
         "known issue: autoencoder_kl_flux2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): component decoder: output output: relative L2 error …, above … (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/autoencoder_kl_flux2.yaml]"
         : q4_matches_reference = Precision(Precision::Q4)
     );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
 }
 /// autoencoder_kl_flux2 on cpu with libtorch, device cpu: run.
 ///

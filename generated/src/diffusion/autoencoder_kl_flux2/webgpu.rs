@@ -30,6 +30,10 @@ mod native {
         "known issue: autoencoder_kl_flux2 on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): component decoder: output output: relative L2 error …, above … (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/autoencoder_kl_flux2.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
 }
 /// autoencoder_kl_flux2 on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
 ///

@@ -49,6 +49,24 @@ pub static CPU_ONNX: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// autoencoder_kl_hunyuanvideo15 on cpu: run (libtorch, device cpu).
@@ -416,6 +434,24 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
                 Planned::KnownIssue {
                     reason: "autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
                     basis: Basis::Evidence,

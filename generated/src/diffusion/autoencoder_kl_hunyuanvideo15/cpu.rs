@@ -13,7 +13,9 @@ mod onnx {
         "known issue: autoencoder_kl_hunyuanvideo15 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (non-finite): output sample_output has a non-finite value at flat index 0 [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
         : dynamic_shapes = DynamicShapes, int8_matches_reference =
         Precision(Precision::Int8), int8_avx2_matches_reference =
-        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4)
+        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// autoencoder_kl_hunyuanvideo15 on cpu with libtorch, device cpu: run.

@@ -29,7 +29,8 @@ mod native {
         "known issue: autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]"
         : dynamic_shapes = DynamicShapes, fp16_matches_reference =
         Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
-        q4f16_matches_reference = Precision(Precision::Q4f16)
+        q4f16_matches_reference = Precision(Precision::Q4f16), bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// autoencoder_kl_hunyuanvideo15 on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -15,6 +15,10 @@ mod onnx {
         "unsupported: autoencoder_kl_ltx on cpu with onnxruntime: q4_matches_reference does not apply (does-not-apply): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its… [model-specs/evidence/autoencoder_kl_ltx.yaml]"
         : q4_matches_reference = Precision(Precision::Q4)
     );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
 }
 /// autoencoder_kl_ltx on cpu with libtorch, device cpu: run.
 ///

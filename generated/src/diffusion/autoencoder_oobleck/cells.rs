@@ -23,6 +23,8 @@ pub static CPU_ONNX: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     );
 /// autoencoder_oobleck on cpu: run (libtorch, device cpu).
@@ -304,6 +306,24 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "autoencoder_oobleck on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 96 of 96 elements outside abs … + rel … [model-specs/evidence/autoencoder_oobleck.yaml] (the store also holds matches_reference)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "autoencoder_oobleck on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 96 of 96 elements outside abs … + rel … [model-specs/evidence/autoencoder_oobleck.yaml] (the store also holds matches_reference)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
                 Planned::KnownIssue {
                     reason: "autoencoder_oobleck on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 96 of 96 elements outside abs … + rel … [model-specs/evidence/autoencoder_oobleck.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,

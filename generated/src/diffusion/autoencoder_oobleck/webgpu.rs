@@ -45,7 +45,9 @@ mod native {
         super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: autoencoder_oobleck on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 96 of 96 elements outside abs … + rel … [model-specs/evidence/autoencoder_oobleck.yaml] (the store also holds matches_reference)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// autoencoder_oobleck on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (autoencoder_oobleck on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output sample_output: 47 of 48 elements outside abs … + rel … [model-specs/evidence/autoencoder_oobleck.yaml]).

@@ -49,7 +49,9 @@ mod native {
         super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: transformer_chroma on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Concat node [model-specs/evidence/transformer_chroma.yaml] (the store also holds matches_reference, runs)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// transformer_chroma on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (transformer_chroma on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_chroma.yaml] (the store also holds runs)).

@@ -20,7 +20,8 @@ mod onnx {
     );
     runtime::checks!(
         super::super::cells::CPU_ONNX, gate = gate_cpu : q4_matches_reference =
-        Precision(Precision::Q4)
+        Precision(Precision::Q4), bnb4_matches_reference = Precision(Precision::Bnb4),
+        q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// transformer_glm_image on cpu with libtorch, device cpu: run.

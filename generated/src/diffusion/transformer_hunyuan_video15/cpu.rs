@@ -13,7 +13,9 @@ mod onnx {
         "known issue: transformer_hunyuan_video15 on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/transformer_hunyuan_video15.yaml]"
         : dynamic_shapes = DynamicShapes, int8_matches_reference =
         Precision(Precision::Int8), int8_avx2_matches_reference =
-        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4)
+        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// transformer_hunyuan_video15 on cpu with libtorch, device cpu: run.

@@ -37,7 +37,8 @@ mod native {
         "known issue: transformer_joyimage_edit_plus on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/transformer_joyimage_edit_plus.yaml]"
         : dynamic_shapes = DynamicShapes, fp16_matches_reference =
         Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
-        q4f16_matches_reference = Precision(Precision::Q4f16)
+        q4f16_matches_reference = Precision(Precision::Q4f16), bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// transformer_joyimage_edit_plus on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested here: transformer_joyimage_edit_plus on webgpu with firefox: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/transformer_joyimage_edit_plus.yaml] (the store also holds runs)).

@@ -49,7 +49,9 @@ mod native {
         super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: transformer_kandinsky on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×12 on CPUExecutionProvider ran elsewhere [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds matches_reference, runs)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// transformer_kandinsky on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested here: transformer_kandinsky on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_kandinsky.yaml] (the store also holds runs)).

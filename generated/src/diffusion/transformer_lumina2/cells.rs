@@ -41,6 +41,24 @@ pub static CPU_ONNX: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type [model-specs/evidence/transformer_lumina2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
+                Planned::KnownIssue {
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type [model-specs/evidence/transformer_lumina2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_lumina2 on cpu: run (libtorch, device cpu).
@@ -368,6 +386,24 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type [model-specs/evidence/transformer_lumina2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type [model-specs/evidence/transformer_lumina2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
                 Planned::KnownIssue {
                     reason: "transformer_lumina2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: ScalarType ComplexDouble is an unexpected tensor scalar type [model-specs/evidence/transformer_lumina2.yaml]",
                     basis: Basis::Evidence,

@@ -13,7 +13,9 @@ mod onnx {
         "known issue: transformer_mochi on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]"
         : dynamic_shapes = DynamicShapes, int8_matches_reference =
         Precision(Precision::Int8), int8_avx2_matches_reference =
-        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4)
+        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// transformer_mochi on cpu with libtorch, device cpu: run.

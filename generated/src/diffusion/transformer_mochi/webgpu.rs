@@ -29,7 +29,8 @@ mod native {
         "known issue: transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]"
         : dynamic_shapes = DynamicShapes, fp16_matches_reference =
         Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
-        q4f16_matches_reference = Precision(Precision::Q4f16)
+        q4f16_matches_reference = Precision(Precision::Q4f16), bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// transformer_mochi on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -23,7 +23,8 @@ mod native {
         : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
         DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
         q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
-        Precision(Precision::Q4f16)
+        Precision(Precision::Q4f16), bnb4_matches_reference = Precision(Precision::Bnb4),
+        q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// transformer_omnigen on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: 'NoneType' object is not subscriptable).

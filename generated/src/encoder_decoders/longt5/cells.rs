@@ -16,6 +16,8 @@ pub static CPU_ONNX: Cell = Cell::new(
                 AgreementBound::new(0.98, 0.1, 0.85),
             ),
             PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     )
     .with_class_plans(
@@ -394,6 +396,24 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "longt5 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "longt5 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
                 Planned::KnownIssue {
                     reason: "longt5 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]",
                     basis: Basis::Evidence,

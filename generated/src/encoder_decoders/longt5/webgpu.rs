@@ -42,7 +42,8 @@ mod native {
         "known issue: longt5 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]"
         : dynamic_shapes = DynamicShapes, fp16_matches_reference =
         Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
-        q4f16_matches_reference = Precision(Precision::Q4f16)
+        q4f16_matches_reference = Precision(Precision::Q4f16), bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, ignore =

@@ -22,6 +22,10 @@ mod onnx {
         "known issue: aimv2 on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/aimv2.yaml]"
         : q4_matches_reference = Precision(Precision::Q4)
     );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
 }
 /// aimv2 on cpu with libtorch, device cpu: run.
 ///

@@ -47,6 +47,10 @@ mod native {
         "known issue: grounding-dino on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/grounding-dino/model.q4f16.onnx: Load model from <fixtures>/grounding-dino/model.q4f16.onnx failed:This is an invalid model [model-specs/evidence/grounding-dino.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
 }
 /// grounding-dino on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
 ///

@@ -29,7 +29,8 @@ mod native {
         "known issue: omdet-turbo on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/omdet-turbo.yaml]"
         : dynamic_shapes = DynamicShapes, fp16_matches_reference =
         Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
-        q4f16_matches_reference = Precision(Precision::Q4f16)
+        q4f16_matches_reference = Precision(Precision::Q4f16), bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// omdet-turbo on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -15,6 +15,10 @@ mod onnx {
         "known issue: siglip on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_image: top-1 agreement …, below … (q4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/siglip.yaml]"
         : q4_matches_reference = Precision(Precision::Q4)
     );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
 }
 /// siglip on cpu with libtorch, device cpu: run.
 ///

@@ -49,7 +49,9 @@ mod native {
         super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: fastspeech2_conformer on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/fastspeech2_conformer.yaml] (the store also holds matches_reference, runs)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// fastspeech2_conformer on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (fastspeech2_conformer on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConcatFromSequence ×1 on CPUExecutionProvider, ConstantOfShape ×1 on CPUExecutionProvider, Equal ×1 on… [model-specs/evidence/fastspeech2_conformer.yaml] (the store also holds runs)).

@@ -24,6 +24,8 @@ pub static CPU_ONNX: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     )
     .with_class_plans(
@@ -318,6 +320,24 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "fun_asr_nano on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "fun_asr_nano on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
                 Planned::KnownIssue {
                     reason: "fun_asr_nano on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
                     basis: Basis::Evidence,

@@ -15,6 +15,10 @@ mod onnx {
         "known issue: parakeet_rnnt on cpu with onnxruntime: q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits: relative L2 error …, above … [model-specs/evidence/parakeet_rnnt.yaml]"
         : q4_matches_reference = Precision(Precision::Q4)
     );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
 }
 /// parakeet_rnnt on cpu with libtorch, device cpu: run.
 ///

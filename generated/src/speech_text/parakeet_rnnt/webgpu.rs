@@ -34,6 +34,10 @@ mod native {
         "known issue: parakeet_rnnt on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×11 on CPUExecutionProvider, LSTM ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/parakeet_rnnt.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
 }
 /// parakeet_rnnt on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
 ///

@@ -30,6 +30,10 @@ mod native {
         "known issue: seamless_m4t on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: top-1 agreement …, below … (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/seamless_m4t.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
 }
 /// seamless_m4t on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
 ///

@@ -29,7 +29,8 @@ mod native {
         "known issue: seamless_m4t_v2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]"
         : dynamic_shapes = DynamicShapes, fp16_matches_reference =
         Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
-        q4f16_matches_reference = Precision(Precision::Q4f16)
+        q4f16_matches_reference = Precision(Precision::Q4f16), bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// seamless_m4t_v2 on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

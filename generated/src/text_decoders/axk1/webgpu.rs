@@ -28,7 +28,8 @@ mod native {
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q4_matches_reference =
         Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        generates = Generates
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2), generates = Generates
     );
 }
 /// axk1 on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -9,7 +9,8 @@ mod onnx {
         MatchesReference, dynamic_shapes = DynamicShapes, int8_matches_reference =
         Precision(Precision::Int8), int8_avx2_matches_reference =
         Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4),
-        generates = Generates
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2), generates = Generates
     );
 }
 /// biogpt on cpu with libtorch, device cpu: run.

@@ -9,7 +9,8 @@ mod onnx {
         MatchesReference, dynamic_shapes = DynamicShapes, int8_matches_reference =
         Precision(Precision::Int8), int8_avx2_matches_reference =
         Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4),
-        generates = Generates
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2), generates = Generates
     );
 }
 /// bloom on cpu with libtorch, device cpu: known-issue (bloom on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'GeLUFunction' [model-specs/evidence/bloom.yaml] (the store also holds runs)).

@@ -35,7 +35,8 @@ mod native {
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
         fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
         Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        generates = Generates
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2), generates = Generates
     );
 }
 /// cohere2_moe on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

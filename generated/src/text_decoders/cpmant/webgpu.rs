@@ -43,7 +43,8 @@ mod native {
         "known issue: cpmant on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/cpmant.yaml]"
         : dynamic_shapes = DynamicShapes, fp16_matches_reference =
         Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
-        q4f16_matches_reference = Precision(Precision::Q4f16)
+        q4f16_matches_reference = Precision(Precision::Q4f16), bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, ignore =

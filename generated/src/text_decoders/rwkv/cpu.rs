@@ -16,6 +16,10 @@ mod onnx {
         : q4_matches_reference = Precision(Precision::Q4)
     );
     runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "not tested here: rwkv's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: the model returned no cache with use_cache=True (it takes one as `past_key_values`) [model-specs/evidence/rwkv.yaml]"
         : generates = Generates

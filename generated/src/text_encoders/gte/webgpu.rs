@@ -19,7 +19,9 @@ mod native {
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : runs = Runs,
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
         fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// gte on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -37,6 +37,8 @@ pub static CPU_ONNX: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     );
 /// openai_privacy_filter on cpu: run (libtorch, device cpu).
@@ -309,6 +311,8 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     );
 /// openai_privacy_filter on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

@@ -13,7 +13,9 @@ mod onnx {
         "known issue: reformer on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/reformer.yaml]"
         : dynamic_shapes = DynamicShapes, int8_matches_reference =
         Precision(Precision::Int8), int8_avx2_matches_reference =
-        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4)
+        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// reformer on cpu with libtorch, device cpu: known-issue (reformer on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/reformer.yaml] (the store also holds runs)).

@@ -8,7 +8,9 @@ mod onnx {
         super::super::cells::CPU_ONNX, gate = gate_cpu : runs = Runs, matches_reference =
         MatchesReference, dynamic_shapes = DynamicShapes, int8_matches_reference =
         Precision(Precision::Int8), int8_avx2_matches_reference =
-        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4)
+        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// yoso on cpu with libtorch, device cpu: known-issue (yoso on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: Could not export Python function call 'YosoCumulation' [model-specs/evidence/yoso.yaml] (the store also holds runs)).

@@ -30,6 +30,10 @@ mod native {
         "known issue: vivit on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/vivit.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
 }
 /// vivit on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
 ///

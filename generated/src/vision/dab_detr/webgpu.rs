@@ -45,7 +45,9 @@ mod native {
         super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: dab-detr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml] (the store also holds matches_reference)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// dab-detr on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (dab-detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 384 of 384 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml]).

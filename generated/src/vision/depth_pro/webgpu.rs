@@ -49,7 +49,9 @@ mod native {
         super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: depth_pro on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/depth_pro.yaml] (the store also holds matches_reference, runs)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// depth_pro on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (depth_pro on webgpu with firefox: matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/depth_pro.yaml] (the store also holds runs)).

@@ -32,7 +32,9 @@ mod native {
         super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: edgetam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 12 of 8192 elements outside abs … + rel … [model-specs/evidence/edgetam.yaml] (the store also holds matches_reference)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// edgetam on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (edgetam on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 6 of 4096 elements outside abs … + rel … [model-specs/evidence/edgetam.yaml]).

@@ -32,7 +32,9 @@ mod native {
         super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: edgetam_vision_model on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 46957 of 65536 elements outside abs … + rel … [model-specs/evidence/edgetam_vision_model.yaml] (the store also holds matches_reference)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// edgetam_vision_model on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (edgetam_vision_model on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 23226 of 32768 elements outside abs … + rel … [model-specs/evidence/edgetam_vision_model.yaml]).

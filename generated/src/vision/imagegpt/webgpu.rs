@@ -30,6 +30,10 @@ mod native {
         "unsupported: imagegpt on webgpu with onnxruntime: q4f16_matches_reference does not apply (does-not-apply): the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed) [model-specs/evidence/imagegpt.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
 }
 /// imagegpt on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
 ///

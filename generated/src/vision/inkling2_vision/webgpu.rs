@@ -37,7 +37,8 @@ mod native {
         "known issue: inkling2_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/inkling2_vision.yaml]"
         : dynamic_shapes = DynamicShapes, fp16_matches_reference =
         Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
-        q4f16_matches_reference = Precision(Precision::Q4f16)
+        q4f16_matches_reference = Precision(Precision::Q4f16), bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// inkling2_vision on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested here: inkling2_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/inkling2_vision.yaml]).

@@ -41,6 +41,24 @@ pub static CPU_ONNX: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "lightglue's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/lightglue.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
+                Planned::KnownIssue {
+                    reason: "lightglue's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/lightglue.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// lightglue on cpu: run (libtorch, device cpu).
@@ -368,6 +386,24 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "lightglue's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/lightglue.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "lightglue's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/lightglue.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
                 Planned::KnownIssue {
                     reason: "lightglue's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/lightglue.yaml]",
                     basis: Basis::Evidence,

@@ -49,6 +49,24 @@ pub static CPU_ONNX: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "muse_glimmer_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 32], expected [2, 32] (images=2, hidden=32) [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
+                Planned::KnownIssue {
+                    reason: "muse_glimmer_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 32], expected [2, 32] (images=2, hidden=32) [model-specs/evidence/muse_glimmer_vision.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// muse_glimmer_vision on cpu: run (libtorch, device cpu).
@@ -496,6 +514,24 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "muse_glimmer_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×6 on CPUExecutionProvider, Equal ×6 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "muse_glimmer_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×6 on CPUExecutionProvider, Equal ×6 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
                 Planned::KnownIssue {
                     reason: "muse_glimmer_vision on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×6 on CPUExecutionProvider, Equal ×6 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,

@@ -13,7 +13,9 @@ mod onnx {
         "known issue: muse_spark_vision on cpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [1, 32], expected [2, 32] (images=2, hidden=32) [model-specs/evidence/muse_spark_vision.yaml]"
         : dynamic_shapes = DynamicShapes, int8_matches_reference =
         Precision(Precision::Int8), int8_avx2_matches_reference =
-        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4)
+        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// muse_spark_vision on cpu with libtorch, device cpu: run.

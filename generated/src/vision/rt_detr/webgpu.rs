@@ -49,7 +49,9 @@ mod native {
         super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: rt_detr on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Cast ×1 on CPUExecutionProvider, Concat ×1 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Einsum ×2 on… [model-specs/evidence/rt_detr.yaml] (the store also holds matches_reference, runs)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
 }
 /// rt_detr on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (rt_detr on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/rt_detr.yaml] (the store also holds runs)).

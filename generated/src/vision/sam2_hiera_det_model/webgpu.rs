@@ -48,6 +48,10 @@ mod native {
         "known issue: sam2_hiera_det_model on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Resize node [model-specs/evidence/sam2_hiera_det_model.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
 }
 /// sam2_hiera_det_model on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (sam2_hiera_det_model on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_hiera_det_model.yaml] (the store also holds runs)).
 ///

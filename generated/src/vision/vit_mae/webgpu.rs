@@ -33,6 +33,10 @@ mod native {
         "known issue: vit_mae on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (non-finite): output last_hidden_state has a non-finite value at flat index 0 [model-specs/evidence/vit_mae.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
 }
 /// vit_mae on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
 ///

@@ -33,6 +33,10 @@ mod native {
         "known issue: yolos on webgpu with onnxruntime: q4f16_matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Resize node [model-specs/evidence/yolos.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
 }
 /// yolos on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
 ///

@@ -20,6 +20,10 @@ mod onnx {
         : q4_matches_reference = Precision(Precision::Q4)
     );
     runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "not tested here: diffusion_gemma's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): TypeError: torch.finfo() requires a floating point input type [model-specs/evidence/diffusion_gemma.yaml]"
         : generates = Generates

@@ -51,7 +51,9 @@ mod native {
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : generates = Generates
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2),
+        generates = Generates
     );
 }
 /// gemma3n on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -52,7 +52,9 @@ mod native {
         super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: kimi_k25 on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/kimi_k25.yaml] (the store also holds matches_reference, runs)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : generates = Generates

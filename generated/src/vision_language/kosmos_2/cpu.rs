@@ -8,7 +8,9 @@ mod onnx {
         super::super::cells::CPU_ONNX, gate = gate_cpu : runs = Runs, matches_reference =
         MatchesReference, dynamic_shapes = DynamicShapes, int8_matches_reference =
         Precision(Precision::Int8), int8_avx2_matches_reference =
-        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4)
+        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
     runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =

@@ -10,7 +10,8 @@ mod onnx {
         : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
         DynamicShapes, int8_matches_reference = Precision(Precision::Int8),
         int8_avx2_matches_reference = Precision(Precision::Int8Avx2),
-        q4_matches_reference = Precision(Precision::Q4)
+        q4_matches_reference = Precision(Precision::Q4), bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// layoutlmv2 on cpu with libtorch, device cpu: not-tested (not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or cpu): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment).

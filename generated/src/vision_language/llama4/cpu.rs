@@ -24,6 +24,10 @@ mod onnx {
         : q4_matches_reference = Precision(Precision::Q4)
     );
     runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "known issue: llama4's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported [model-specs/evidence/llama4.yaml]"
         : generates = Generates

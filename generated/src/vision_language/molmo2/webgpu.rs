@@ -47,7 +47,9 @@ mod native {
         super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: molmo2 on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml]"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
+        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
+        Precision(Precision::Q2)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : generates = Generates

@@ -16,7 +16,9 @@ mod onnx {
         : q4_matches_reference = Precision(Precision::Q4)
     );
     runtime::checks!(
-        super::super::cells::CPU_ONNX, gate = gate_cpu : generates = Generates
+        super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2),
+        generates = Generates
     );
 }
 /// muse_spark on cpu with libtorch, device cpu: run.

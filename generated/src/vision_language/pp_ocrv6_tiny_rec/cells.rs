@@ -23,6 +23,8 @@ pub static CPU_ONNX: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     );
 /// pp_ocrv6_tiny_rec on cpu: run (libtorch, device cpu).
@@ -201,6 +203,8 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     );
 /// pp_ocrv6_tiny_rec on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

@@ -15,6 +15,10 @@ mod onnx {
         "unsupported: pp_ocrv6_tiny_rec on cpu with onnxruntime: q4_matches_reference does not apply (does-not-apply): the exporter could not make the q4 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight (its… [model-specs/evidence/pp_ocrv6_tiny_rec.yaml]"
         : q4_matches_reference = Precision(Precision::Q4)
     );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
 }
 /// pp_ocrv6_tiny_rec on cpu with libtorch, device cpu: run.
 ///

@@ -23,6 +23,8 @@ pub static CPU_ONNX: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);
@@ -320,6 +322,8 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);

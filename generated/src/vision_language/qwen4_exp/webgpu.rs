@@ -34,7 +34,8 @@ mod native {
         "known issue: qwen4_exp on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/qwen4_exp.yaml]"
         : dynamic_shapes = DynamicShapes, fp16_matches_reference =
         Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
-        q4f16_matches_reference = Precision(Precision::Q4f16)
+        q4f16_matches_reference = Precision(Precision::Q4f16), bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, ignore =

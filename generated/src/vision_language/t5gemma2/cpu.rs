@@ -16,6 +16,10 @@ mod onnx {
         : q4_matches_reference = Precision(Precision::Q4)
     );
     runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
+    runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =
         "not tested here: t5gemma2's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): RuntimeError: Expected size for first two dimensions of batch2 tensor to be: [8, 6] but got: [8, 1] [model-specs/evidence/t5gemma2.yaml]"
         : generates = Generates

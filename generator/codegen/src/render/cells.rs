@@ -372,7 +372,9 @@ fn gates<'a>(
 /// How an engine reads in docs.
 pub fn engine_doc(engine: &EngineSpec) -> String {
     match engine {
-        EngineSpec::Onnxruntime { provider, options } => decl::describe_onnxruntime(
+        EngineSpec::Onnxruntime {
+            provider, options, ..
+        } => decl::describe_onnxruntime(
             *provider,
             options.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         ),
@@ -389,7 +391,9 @@ pub fn engine_doc(engine: &EngineSpec) -> String {
 
 fn engine_expr(engine: &EngineSpec) -> TokenStream {
     match engine {
-        EngineSpec::Onnxruntime { provider, options } => {
+        EngineSpec::Onnxruntime {
+            provider, options, ..
+        } => {
             let provider = ident(&format!("{provider:?}"));
             let options = options.iter().map(|(k, v)| quote!((#k, #v)));
             quote!(runtime::Engine::OnnxRuntime { provider: runtime::ExecutionProvider::#provider, options: &[ #(#options),* ] })

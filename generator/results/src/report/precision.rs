@@ -170,13 +170,15 @@ fn formats(checkpoint_evidence: &[LatestRecord]) -> Vec<FormatRow> {
 }
 
 /// The formats in the order the tables show them.
-pub(super) const FORMAT_ORDER: [&str; 9] = [
+pub(super) const FORMAT_ORDER: [&str; 11] = [
     "float32",
     "fp16",
     "int8",
     "int8_avx2",
     "q4",
     "q4f16",
+    "bnb4",
+    "q2",
     "qdq8",
     "nncf_int8",
     "nncf_int4",

@@ -293,6 +293,7 @@ fn check_hardware(
             )),
             Some(p) if p.precision_checks.iter().chain(p.engines.iter().flat_map(|e| match e {
                 EngineSpec::Openvino { precision_checks, .. } => precision_checks.as_slice(),
+                EngineSpec::Onnxruntime { precision_checks: Some(own), .. } => own.as_slice(),
                 _ => &[],
             })).any(|c| !defaults.is_none_or(|d| d.precision_tolerances.contains_key(c))) => {
                 errors.push(SpecError::new(

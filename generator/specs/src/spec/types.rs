@@ -144,6 +144,10 @@ pub enum EngineSpec {
         /// Provider options passed to ONNX Runtime as they are (key: value).
         #[serde(default)]
         options: BTreeMap<String, String>,
+        /// The formats this engine checks, in place of the platform's `precision_checks`
+        /// (for a format only one engine of the platform is measured on).
+        #[serde(default)]
+        precision_checks: Option<Vec<Precision>>,
     },
     Libtorch {
         device: String,

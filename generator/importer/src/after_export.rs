@@ -1,26 +1,61 @@
-//! NNCF's weight formats of the fixtures (OpenVINO IR with int8 or int4 weights, as
-//! optimum-intel ships them), for the openvino platform's OpenVINO-runtime engine: made after
-//! the export by generator/importer/exporter/nncf_variants.py in OpenVINO's own venv (openvino
-//! and nncf; the exporter's venv has neither), and remade only where a fixture was re-exported
-//! or the script or its requirements changed.
+//! Formats made after the export, beside each exported fixture, by scripts of their own (so
+//! that adding one rebuilds no export), each remade only where a fixture was re-exported or
+//! its script or requirements changed:
+//! - NNCF's weight formats (OpenVINO IR with int8 or int4 weights, as optimum-intel ships
+//!   them), for the openvino platform's OpenVINO-runtime engine, by nncf_variants.py in
+//!   OpenVINO's own venv (openvino and nncf; the exporter's venv has neither);
+//! - transformers.js's formats export.py does not make (bnb4, q2), by
+//!   transformersjs_formats.py in the exporter's venv (onnxruntime's quantizers).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use hwmatrix_cell::paths::NNCF_RECORD;
-use hwmatrix_specs::fixture_key::nncf_key;
+use hwmatrix_cell::paths::{NNCF_RECORD, TRANSFORMERSJS_RECORD};
+use hwmatrix_specs::fixture_key::{nncf_key, transformersjs_key};
 
 use crate::workers::{JobError, Progress, exporter_dir};
+
+/// A script that makes formats beside each exported fixture and records how in a file of its
+/// own (whose `key` says which version of the script made them).
+pub struct Maker {
+    /// Its progress line's title.
+    pub progress: &'static str,
+    /// Its file in generator/importer/exporter/.
+    pub script: &'static str,
+    /// The record it writes beside each fixture.
+    pub record: &'static str,
+    pub key: fn() -> String,
+    /// What its Python needs, for the error when it is missing.
+    pub python_needs: &'static str,
+}
+
+/// NNCF's formats (nncf_int8, nncf_int4), in OpenVINO's venv.
+pub const NNCF: Maker = Maker {
+    progress: "NNCF formats made",
+    script: "nncf_variants.py",
+    record: NNCF_RECORD,
+    key: nncf_key,
+    python_needs: "OpenVINO and NNCF: run `bash tests/setup.sh openvino`",
+};
+
+/// transformers.js's bnb4 and q2, in the exporter's venv.
+pub const TRANSFORMERS_JS: Maker = Maker {
+    progress: "transformers.js formats made",
+    script: "transformersjs_formats.py",
+    record: TRANSFORMERSJS_RECORD,
+    key: transformersjs_key,
+    python_needs: "onnxruntime's quantizers: run `bash tests/setup.sh`",
+};
 
 /// What one call did.
 #[derive(Debug, Default)]
 pub struct Summary {
     pub made: usize,
     pub cached: usize,
-    /// (fixture folder, why) for a fixture whose script run failed as a whole; a format NNCF
-    /// could not make is not one of them: its error is in the fixture's `nncf.json`.
+    /// (fixture folder, why) for a fixture whose script run failed as a whole; a format the
+    /// tool could not make is not one of them: its error is in the fixture's record.
     pub failed: Vec<(String, String)>,
 }
 
@@ -50,20 +85,21 @@ pub fn exported_fixtures<'a>(
     dirs
 }
 
-/// Whether `dir`'s NNCF formats were made by this script from its current export.
-fn up_to_date(dir: &Path, key: &str) -> bool {
+/// Whether `dir`'s formats were made by this version of the script from its current export.
+fn up_to_date(dir: &Path, record: &str, key: &str) -> bool {
     let read = |file: &str| -> Option<serde_json::Value> {
         serde_json::from_str(&std::fs::read_to_string(dir.join(file)).ok()?).ok()
     };
-    let (Some(meta), Some(record)) = (read("meta.json"), read(NNCF_RECORD)) else {
+    let (Some(meta), Some(record)) = (read("meta.json"), read(record)) else {
         return false;
     };
     record["key"].as_str() == Some(key) && record["fixture_key"] == meta["cache_key"]
 }
 
-/// Makes the NNCF formats of every fixture in `dirs` (folders under `root`) that lacks current
-/// ones, with `python` (OpenVINO's venv) in `workers` processes. The caller holds the store's lock.
+/// Makes `maker`'s formats of every fixture in `dirs` (folders under `root`) that lacks current
+/// ones, with `python` (its venv) in `workers` processes. The caller holds the store's lock.
 pub fn make(
+    maker: &Maker,
     root: &Path,
     dirs: &[PathBuf],
     python: &Path,
@@ -71,32 +107,38 @@ pub fn make(
     log_dir: &Path,
     log: &mut dyn Write,
 ) -> Result<Summary, String> {
-    let key = nncf_key();
+    let key = (maker.key)();
     let mut summary = Summary::default();
-    let todo: Vec<&PathBuf> = dirs.iter().filter(|d| !up_to_date(d, &key)).collect();
+    let todo: Vec<&PathBuf> = dirs
+        .iter()
+        .filter(|d| !up_to_date(d, maker.record, &key))
+        .collect();
     summary.cached = dirs.len() - todo.len();
     if todo.is_empty() {
         return Ok(summary);
     }
     if !python.exists() {
         return Err(format!(
-            "no Python with OpenVINO and NNCF at {}: run `bash tests/setup.sh openvino`",
+            "no Python with {} at {}",
+            maker.python_needs,
             python.display()
         ));
     }
     std::fs::create_dir_all(log_dir).map_err(|e| format!("{}: {e}", log_dir.display()))?;
     let workers = workers.clamp(1, todo.len());
+    let script: &'static str = maker.script;
     let (sender, receiver) = std::sync::mpsc::channel::<(String, Result<(), String>)>();
     let mut children = Vec::new();
     for (n, chunk) in todo.chunks(todo.len().div_ceil(workers)).enumerate() {
-        let jobs = log_dir.join(format!("nncf-{n}.jobs.json"));
+        let stem = maker.script.trim_end_matches(".py");
+        let jobs = log_dir.join(format!("{stem}-{n}.jobs.json"));
         let body = serde_json::json!({"key": key, "dirs": chunk});
         std::fs::write(&jobs, body.to_string()).map_err(|e| format!("{}: {e}", jobs.display()))?;
-        let stderr_path = log_dir.join(format!("nncf-{n}.log"));
+        let stderr_path = log_dir.join(format!("{stem}-{n}.log"));
         let stderr = std::fs::File::create(&stderr_path)
             .map_err(|e| format!("{}: {e}", stderr_path.display()))?;
         let mut child = Command::new(python)
-            .arg(exporter_dir().join("nncf_variants.py"))
+            .arg(exporter_dir().join(maker.script))
             .arg(&jobs)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -119,7 +161,7 @@ pub fn make(
             // A process that died part-way leaves the rest of its chunk unmade.
             for dir in expected.into_iter().skip(seen) {
                 let why = format!(
-                    "the NNCF process died before this fixture (its log: {})",
+                    "the {script} process died before this fixture (its log: {})",
                     stderr_path.display()
                 );
                 let _ = sender.send((dir, Err(why)));
@@ -129,7 +171,7 @@ pub fn make(
     }
     drop(sender);
     let mut progress = Progress::new(
-        "NNCF formats made",
+        maker.progress,
         todo.len(),
         log,
         Progress::stderr_is_terminal(),
