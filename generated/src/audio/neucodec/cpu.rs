@@ -24,8 +24,14 @@ mod onnx {
         : q4_matches_reference = Precision(Precision::Q4)
     );
     runtime::checks!(
-        super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: neucodec on cpu with onnxruntime: bnb4_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row [model-specs/evidence/neucodec.yaml]"
+        : bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: neucodec on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output audio_values: cosine similarity … in its worst row [model-specs/evidence/neucodec.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// neucodec on cpu with libtorch, device cpu: run.

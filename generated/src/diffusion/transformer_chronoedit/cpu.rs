@@ -20,8 +20,12 @@ mod onnx {
     );
     runtime::checks!(
         super::super::cells::CPU_ONNX, gate = gate_cpu : q4_matches_reference =
-        Precision(Precision::Q4), bnb4_matches_reference = Precision(Precision::Bnb4),
-        q2_matches_reference = Precision(Precision::Q2)
+        Precision(Precision::Q4), bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: transformer_chronoedit on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output sample: relative L2 error …, above … (q2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/transformer_chronoedit.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// transformer_chronoedit on cpu with libtorch, device cpu: run.

@@ -20,8 +20,12 @@ mod onnx {
     );
     runtime::checks!(
         super::super::cells::CPU_ONNX, gate = gate_cpu : q4_matches_reference =
-        Precision(Precision::Q4), bnb4_matches_reference = Precision(Precision::Bnb4),
-        q2_matches_reference = Precision(Precision::Q2)
+        Precision(Precision::Q4), bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: transformer_easyanimate on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output sample: cosine similarity … in its worst row [model-specs/evidence/transformer_easyanimate.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// transformer_easyanimate on cpu with libtorch, device cpu: known-issue (transformer_easyanimate on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/transformer_easyanimate.yaml] (the store also holds runs)).

@@ -20,8 +20,12 @@ mod onnx {
     );
     runtime::checks!(
         super::super::cells::CPU_ONNX, gate = gate_cpu : q4_matches_reference =
-        Precision(Precision::Q4), bnb4_matches_reference = Precision(Precision::Bnb4),
-        q2_matches_reference = Precision(Precision::Q2)
+        Precision(Precision::Q4), bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: transformer_motif_video on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output sample: cosine similarity … in its worst row [model-specs/evidence/transformer_motif_video.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// transformer_motif_video on cpu with libtorch, device cpu: run.

@@ -9,8 +9,15 @@ mod onnx {
         MatchesReference, dynamic_shapes = DynamicShapes, int8_matches_reference =
         Precision(Precision::Int8), int8_avx2_matches_reference =
         Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), generates = Generates
+        bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: blenderbot on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/blenderbot.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : generates = Generates
     );
 }
 /// blenderbot on cpu with libtorch, device cpu: run.

@@ -17,7 +17,12 @@ mod onnx {
     );
     runtime::checks!(
         super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+        Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: siglip on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits_per_image: relative L2 error …, above … (q2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/siglip.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// siglip on cpu with libtorch, device cpu: run.

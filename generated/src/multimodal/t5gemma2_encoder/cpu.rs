@@ -17,7 +17,12 @@ mod onnx {
     );
     runtime::checks!(
         super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+        Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: t5gemma2_encoder on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/t5gemma2_encoder.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// t5gemma2_encoder on cpu with libtorch, device cpu: known-issue (t5gemma2_encoder on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: RuntimeError: unordered_map::at [model-specs/evidence/t5gemma2_encoder.yaml] (the store also holds runs)).

@@ -16,8 +16,14 @@ mod onnx {
         : q4_matches_reference = Precision(Precision::Q4)
     );
     runtime::checks!(
-        super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: higgs_audio_v2 on cpu with onnxruntime: bnb4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits: top-1 agreement …, below … (bnb4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/higgs_audio_v2.yaml]"
+        : bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: higgs_audio_v2 on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/higgs_audio_v2.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// higgs_audio_v2 on cpu with libtorch, device cpu: run.

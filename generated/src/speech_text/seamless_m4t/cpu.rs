@@ -23,8 +23,14 @@ mod onnx {
         : q4_matches_reference = Precision(Precision::Q4)
     );
     runtime::checks!(
-        super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: seamless_m4t on cpu with onnxruntime: bnb4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits: top-1 agreement …, below … (bnb4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/seamless_m4t.yaml]"
+        : bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: seamless_m4t on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/seamless_m4t.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// seamless_m4t on cpu with libtorch, device cpu: run.

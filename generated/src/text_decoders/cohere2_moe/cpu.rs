@@ -20,8 +20,15 @@ mod onnx {
     );
     runtime::checks!(
         super::super::cells::CPU_ONNX, gate = gate_cpu : q4_matches_reference =
-        Precision(Precision::Q4), bnb4_matches_reference = Precision(Precision::Bnb4),
-        q2_matches_reference = Precision(Precision::Q2), generates = Generates
+        Precision(Precision::Q4), bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: cohere2_moe on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/cohere2_moe.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : generates = Generates
     );
 }
 /// cohere2_moe on cpu with libtorch, device cpu: run.

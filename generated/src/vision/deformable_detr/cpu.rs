@@ -16,8 +16,12 @@ mod onnx {
     runtime::checks!(
         super::super::cells::CPU_ONNX, gate = gate_cpu : int8_avx2_matches_reference =
         Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2)
+        bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: deformable_detr on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output encoder_last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/deformable_detr.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// deformable_detr on cpu with libtorch, device cpu: run.

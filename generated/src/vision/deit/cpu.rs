@@ -17,7 +17,12 @@ mod onnx {
     );
     runtime::checks!(
         super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+        Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: deit on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/deit.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// deit on cpu with libtorch, device cpu: run.

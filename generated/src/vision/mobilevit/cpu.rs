@@ -8,9 +8,17 @@ mod onnx {
         super::super::cells::CPU_ONNX, gate = gate_cpu : runs = Runs, matches_reference =
         MatchesReference, dynamic_shapes = DynamicShapes, int8_matches_reference =
         Precision(Precision::Int8), int8_avx2_matches_reference =
-        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2)
+        Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: mobilevit on cpu with onnxruntime: bnb4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: relative L2 error …, above … (bnb4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/mobilevit.yaml]"
+        : bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: mobilevit on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/mobilevit.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// mobilevit on cpu with libtorch, device cpu: run.

@@ -37,8 +37,24 @@ pub static CPU_ONNX: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "pp_doclayout_v3 on cpu with onnxruntime: bnb4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/pp_doclayout_v3.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
+                Planned::KnownIssue {
+                    reason: "pp_doclayout_v3 on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/pp_doclayout_v3.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// pp_doclayout_v3 on cpu: run (libtorch, device cpu).

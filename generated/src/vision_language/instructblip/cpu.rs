@@ -9,8 +9,12 @@ mod onnx {
         MatchesReference, dynamic_shapes = DynamicShapes, int8_matches_reference =
         Precision(Precision::Int8), int8_avx2_matches_reference =
         Precision(Precision::Int8Avx2), q4_matches_reference = Precision(Precision::Q4),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2)
+        bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: instructblip on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output qformer_outputs_last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/instructblip.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
         super::super::cells::CPU_ONNX, ignore =

@@ -17,8 +17,15 @@ mod onnx {
     );
     runtime::checks!(
         super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2),
-        generates = Generates
+        Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: llava on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/llava.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : generates = Generates
     );
 }
 /// llava on cpu with libtorch, device cpu: run.

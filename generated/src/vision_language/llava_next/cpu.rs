@@ -16,9 +16,17 @@ mod onnx {
         : q4_matches_reference = Precision(Precision::Q4)
     );
     runtime::checks!(
-        super::super::cells::CPU_ONNX, gate = gate_cpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2),
-        generates = Generates
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: llava_next on cpu with onnxruntime: bnb4_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/llava_next.yaml]"
+        : bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, ignore =
+        "known issue: llava_next on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/llava_next.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
+    );
+    runtime::checks!(
+        super::super::cells::CPU_ONNX, gate = gate_cpu : generates = Generates
     );
 }
 /// llava_next on cpu with libtorch, device cpu: known-issue (llava_next on cpu with libtorch: matches_reference failed: the model with the standard tool (export-failed): the exporter could not trace the model to TorchScript: TypeError: type Tensor doesn't define __round__ method [model-specs/evidence/llava_next.yaml] (the store also holds runs)).

@@ -17,11 +17,28 @@ pub static CPU_ONNX: Cell = Cell::new(
             ),
             PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
             PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Q2,
+                Planned::KnownIssue {
+                    reason: "nemo_speechlm on cpu with onnxruntime: q2_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/nemo_speechlm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     )
     .with_class_plans(
         &[
+            ClassPlan {
+                precision: Precision::Int8,
+                class: "x86-64 amx",
+                planned: Planned::KnownIssue {
+                    reason: "nemo_speechlm on cpu with onnxruntime (x86-64 amx): int8_matches_reference failed: the model with the standard tool (export-failed): the exporter could not make the int8 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4) [model-specs/evidence/nemo_speechlm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+            },
             ClassPlan {
                 precision: Precision::Int8,
                 class: "x86-64 avx512-vnni",
@@ -33,11 +50,29 @@ pub static CPU_ONNX: Cell = Cell::new(
             },
             ClassPlan {
                 precision: Precision::Int8Avx2,
+                class: "x86-64 amx",
+                planned: Planned::KnownIssue {
+                    reason: "nemo_speechlm on cpu with onnxruntime (x86-64 amx): int8_avx2_matches_reference failed: the model with the standard tool (export-failed): the exporter could not make the int8_avx2 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4) [model-specs/evidence/nemo_speechlm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+            },
+            ClassPlan {
+                precision: Precision::Int8Avx2,
                 class: "x86-64 avx512-vnni",
                 planned: Planned::KnownIssue {
                     reason: "nemo_speechlm on cpu with onnxruntime (x86-64 avx512-vnni): int8_avx2_matches_reference failed: the model with the standard tool (export-failed): the exporter could not make the int8_avx2 model: InferenceError: [ShapeInferenceError] Inferred shape and existing shape differ in dimension 0: (32) vs (4) [model-specs/evidence/nemo_speechlm.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Export),
+                },
+            },
+            ClassPlan {
+                precision: Precision::Q4,
+                class: "x86-64 amx",
+                planned: Planned::KnownIssue {
+                    reason: "nemo_speechlm on cpu with onnxruntime (x86-64 amx): q4_matches_reference failed: the model with the standard tool (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/nemo_speechlm.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
                 },
             },
             ClassPlan {
