@@ -229,7 +229,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
             PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Q2,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_flux2 on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): component decoder: output output: cosine similarity … in its worst row [model-specs/evidence/autoencoder_kl_flux2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// autoencoder_kl_flux2 on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

@@ -32,7 +32,12 @@ mod native {
     );
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+        Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: autoencoder_kl_flux2 on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): component decoder: output output: cosine similarity … in its worst row [model-specs/evidence/autoencoder_kl_flux2.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// autoencoder_kl_flux2 on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

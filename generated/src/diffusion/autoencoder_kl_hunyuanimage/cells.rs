@@ -245,8 +245,22 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::Unsupported {
+                    reason: "autoencoder_kl_hunyuanimage on webgpu with onnxruntime: bnb4_matches_reference does not apply (does-not-apply): ONNX Runtime's quantizer could not make the bnb4 model: RuntimeError: MatMulBnb4Quantizer quantized no node: the graph has no MatMul with a constant 2-D weight… [model-specs/evidence/autoencoder_kl_hunyuanimage.yaml]",
+                    basis: Basis::Evidence,
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
+                Planned::Unsupported {
+                    reason: "autoencoder_kl_hunyuanimage on webgpu with onnxruntime: q2_matches_reference does not apply (does-not-apply): ONNX Runtime's quantizer could not make the q2 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight… [model-specs/evidence/autoencoder_kl_hunyuanimage.yaml]",
+                    basis: Basis::Evidence,
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// autoencoder_kl_hunyuanimage on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

@@ -212,13 +212,65 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
         &crate::platforms::WEBGPU_NATIVE,
         Planned::Run,
     )
+    .with_check_plans(
+        &[
+            CheckPlan {
+                check: "dynamic_shapes",
+                planned: Planned::KnownIssue {
+                    reason: "transformer_nucleusmoe_image on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Mul node [model-specs/evidence/transformer_nucleusmoe_image.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+            },
+        ],
+    )
     .with_precision_checks(
         &[
-            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Fp16,
+                Planned::KnownIssue {
+                    reason: "transformer_nucleusmoe_image on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Mul node [model-specs/evidence/transformer_nucleusmoe_image.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.99, 0.05, 0.95),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4,
+                Planned::KnownIssue {
+                    reason: "transformer_nucleusmoe_image on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Mul node [model-specs/evidence/transformer_nucleusmoe_image.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q4f16,
+                Planned::KnownIssue {
+                    reason: "transformer_nucleusmoe_image on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Mul node [model-specs/evidence/transformer_nucleusmoe_image.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "transformer_nucleusmoe_image on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Mul node [model-specs/evidence/transformer_nucleusmoe_image.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
+                Planned::KnownIssue {
+                    reason: "transformer_nucleusmoe_image on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Mul node [model-specs/evidence/transformer_nucleusmoe_image.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_nucleusmoe_image on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

@@ -188,15 +188,7 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::new(
-                Precision::Fp16,
-                Planned::KnownIssue {
-                    reason: "bigbird_pegasus on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: relative L2 error …, above … (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/bigbird_pegasus.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.99, 0.05, 0.95),
-            ),
+            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
             PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
             PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
             PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),

@@ -32,15 +32,8 @@ mod browser {
 mod native {
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : runs = Runs,
-        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, ignore =
-        "known issue: bigbird_pegasus on webgpu with onnxruntime: fp16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: relative L2 error …, above … (fp16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/bigbird_pegasus.yaml]"
-        : fp16_matches_reference = Precision(Precision::Fp16)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q4_matches_reference =
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
         Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
         bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
         Precision(Precision::Q2), generates = Generates

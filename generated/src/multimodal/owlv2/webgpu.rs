@@ -31,9 +31,17 @@ mod native {
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : runs = Runs,
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
         fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: owlv2 on webgpu with onnxruntime: bnb4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/owlv2.yaml]"
+        : bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: owlv2 on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: relative L2 error …, above … (q2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/owlv2.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// owlv2 on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -27,8 +27,12 @@ mod native {
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q4_matches_reference =
         Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2)
+        bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: canary on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output encoder_last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/canary.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// canary on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

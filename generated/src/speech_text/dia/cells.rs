@@ -177,71 +177,23 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     );
-/// dia on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
+/// dia on webgpu: run (onnxruntime, WebGpuExecutionProvider).
 pub static WEBGPU_NATIVE: Cell = Cell::new(
         &super::MODEL,
         &crate::platforms::WEBGPU,
         &crate::platforms::WEBGPU_NATIVE,
-        Planned::KnownIssue {
-            reason: "dia on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 123 of 128 elements outside abs … + rel … [model-specs/evidence/dia.yaml]",
-            basis: Basis::Evidence,
-            stage: Some(Stage::Mismatch),
-        },
-    )
-    .with_check_plans(
-        &[
-            CheckPlan {
-                check: "runs",
-                planned: Planned::Run,
-            },
-            CheckPlan {
-                check: "dynamic_shapes",
-                planned: Planned::Run,
-            },
-        ],
+        Planned::Run,
     )
     .with_precision_checks(
         &[
-            PrecisionCheck::new(
-                Precision::Fp16,
-                Planned::KnownIssue {
-                    reason: "dia on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 123 of 128 elements outside abs … + rel … [model-specs/evidence/dia.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.99, 0.05, 0.95),
-            ),
-            PrecisionCheck::new(
-                Precision::Q4,
-                Planned::KnownIssue {
-                    reason: "dia on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 123 of 128 elements outside abs … + rel … [model-specs/evidence/dia.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "dia on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 123 of 128 elements outside abs … + rel … [model-specs/evidence/dia.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "dia on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 123 of 128 elements outside abs … + rel … [model-specs/evidence/dia.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
+            PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
+            PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
             PrecisionCheck::new(
                 Precision::Q2,
                 Planned::KnownIssue {
-                    reason: "dia on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 123 of 128 elements outside abs … + rel … [model-specs/evidence/dia.yaml]",
+                    reason: "dia on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/dia.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

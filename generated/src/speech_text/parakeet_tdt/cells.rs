@@ -361,8 +361,24 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "parakeet_tdt on webgpu with onnxruntime: bnb4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: top-1 agreement …, below … (bnb4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/parakeet_tdt.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
+                Planned::KnownIssue {
+                    reason: "parakeet_tdt on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/parakeet_tdt.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// parakeet_tdt on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

@@ -226,8 +226,24 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Bnb4,
+                Planned::KnownIssue {
+                    reason: "seamless_m4t on webgpu with onnxruntime: bnb4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: top-1 agreement …, below … (bnb4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/seamless_m4t.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+            PrecisionCheck::new(
+                Precision::Q2,
+                Planned::KnownIssue {
+                    reason: "seamless_m4t on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/seamless_m4t.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// seamless_m4t on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

@@ -206,7 +206,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
             PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
             PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Q2,
+                Planned::KnownIssue {
+                    reason: "codegen on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/codegen.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);

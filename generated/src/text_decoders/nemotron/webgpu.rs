@@ -21,8 +21,15 @@ mod native {
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
         fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
         Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), generates = Generates
+        bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: nemotron on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/nemotron.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : generates = Generates
     );
 }
 /// nemotron on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

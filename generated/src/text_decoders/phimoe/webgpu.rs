@@ -36,8 +36,15 @@ mod native {
     );
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2),
-        generates = Generates
+        Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: phimoe on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Split node [model-specs/evidence/phimoe.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : generates = Generates
     );
 }
 /// phimoe on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

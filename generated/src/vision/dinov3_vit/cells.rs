@@ -379,7 +379,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
             PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
             PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
             PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Q2,
+                Planned::KnownIssue {
+                    reason: "dinov3_vit on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output pooler_output: relative L2 error …, above … (q2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/dinov3_vit.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// dinov3_vit on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).

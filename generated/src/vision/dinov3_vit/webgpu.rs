@@ -35,8 +35,12 @@ mod native {
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
         fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
         Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2)
+        bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: dinov3_vit on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output pooler_output: relative L2 error …, above … (q2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/dinov3_vit.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// dinov3_vit on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (dinov3_vit on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml] (the store also holds runs)).

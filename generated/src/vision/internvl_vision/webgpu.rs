@@ -35,7 +35,12 @@ mod native {
     );
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+        Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: internvl_vision on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/internvl_vision.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// internvl_vision on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml] (the store also holds runs)).

@@ -19,9 +19,17 @@ mod native {
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : runs = Runs,
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
         fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: mgp-str on webgpu with onnxruntime: bnb4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_1: top-1 agreement …, below … (bnb4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/mgp-str.yaml]"
+        : bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: mgp-str on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_0: cosine similarity … in its worst row [model-specs/evidence/mgp-str.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// mgp-str on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

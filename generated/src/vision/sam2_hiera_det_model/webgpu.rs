@@ -50,7 +50,12 @@ mod native {
     );
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+        Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: sam2_hiera_det_model on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/sam2_hiera_det_model.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// sam2_hiera_det_model on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (sam2_hiera_det_model on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2_hiera_det_model.yaml] (the store also holds runs)).

