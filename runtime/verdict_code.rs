@@ -40,6 +40,7 @@ const VERDICT_CODE_ENGINES: &[(&str, &[&str])] = &[
     ("onnxruntime", &["src/engine/onnx.rs"]),
     ("libtorch", &["src/engine/torch.rs"]),
     ("openvino", &["src/engine/openvino.rs"]),
+    ("openvino_pytorch", &["src/engine/openvino.rs"]),
     (
         "wgpu",
         &[

@@ -374,9 +374,11 @@ openvino_provider_cells() {
 openvino_runtime_cells() {
   # NNCF's formats of the lanes' models and of the sixteenth (the export above left them
   # out; their exports are cached), which the store's openvino slice after this lane reads:
-  # not the high-priority models outside the lanes' quarter.
+  # not the high-priority models outside the lanes' quarter. The same command converts
+  # their traced modules with OpenVINO's PyTorch frontend, whose engine (`ov_pytorch`,
+  # the same OpenVINO) runs in this process too.
   "$gen" fixtures "${nncf_models[@]}"
-  lanes_cells --test-threads=1 ::openvino::ov:: ::cpu::onnx::matches_reference "${outside_lanes[@]}"
+  lanes_cells --test-threads=1 ::openvino::ov:: ::openvino::ov_pytorch:: ::cpu::onnx::matches_reference "${outside_lanes[@]}"
 }
 step "the openvino cells of slice $lanes and a quarter of the high-priority models: ONNX Runtime's OpenVINO provider and OpenVINO's runtime (the CPU device; provider verified from the session profile, runtime from the compiled model), beside the steps below"
 in_background "the openvino provider's cells" openvino_provider_cells

@@ -526,7 +526,7 @@ fn verify_placement(
         // The torch engine places by device: `libtorch:cuda` (parameters and outputs).
         Engine::Libtorch { device } => (format!("libtorch:{device}"), &[][..]),
         // OpenVINO's runtime names the devices its compiled model executes on.
-        Engine::OpenVino { device } => (format!("openvino:{device}"), &[][..]),
+        Engine::OpenVino { device, .. } => (format!("openvino:{device}"), &[][..]),
         Engine::Browser { backend, .. } => (backend.ort_provider().to_string(), &[][..]),
         other => (other.kind().name().to_string(), &[][..]),
     };

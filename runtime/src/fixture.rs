@@ -333,7 +333,7 @@ impl Fixture {
     /// reason for not having one (`meta.json`'s `q4.error`).
     pub fn model_precision(&self, precision: Precision) -> Result<PathBuf, CheckError> {
         if let Some((record, tool)) = precision.made_after_export() {
-            return self.made_after_export(precision, record, tool);
+            return self.made_after_export(precision.name(), record, tool);
         }
         let path = self.dir.join(precision.model_file());
         if path.is_file() {
@@ -385,20 +385,44 @@ impl Fixture {
         })
     }
 
+    /// The model OpenVINO's PyTorch frontend converted from the fixture's module (float32,
+    /// `precision` None) or NNCF's format of it (`model.ov_pytorch.nncf_int8.xml`, made by
+    /// openvino_pytorch.py), or the converter's or NNCF's reason for not having one.
+    pub fn openvino_pytorch(&self, precision: Option<Precision>) -> Result<PathBuf, CheckError> {
+        match precision {
+            None => self.made_after_export(
+                "float32",
+                crate::paths::OPENVINO_PYTORCH_RECORD,
+                "OpenVINO's PyTorch frontend",
+            ),
+            Some(p) if p.is_openvino_ir() => {
+                self.made_after_export(p.name(), crate::paths::OPENVINO_PYTORCH_RECORD, "NNCF")
+            }
+            Some(p) => Err(CheckError::new(
+                ErrorKind::EngineNotBuilt,
+                format!(
+                    "OpenVINO's PyTorch frontend makes OpenVINO IR, and NNCF's formats of it; {} is an ONNX graph",
+                    p.name()
+                ),
+            )),
+        }
+    }
+
     /// A format a script made after the export (NNCF's IR `model.nncf_int4.xml` by
-    /// nncf_variants.py, `model.bnb4.onnx` by transformersjs_formats.py), which says in its
-    /// `record` how it made each for this fixture, or `tool`'s reason for not making one.
+    /// nncf_variants.py, `model.bnb4.onnx` by transformersjs_formats.py, OpenVINO's
+    /// conversion by openvino_pytorch.py), which says in its `record` how it made each
+    /// `format` for this fixture, or `tool`'s reason for not making one.
     fn made_after_export(
         &self,
-        precision: Precision,
+        format: &str,
         record: &str,
         tool: &str,
     ) -> Result<PathBuf, CheckError> {
         let path = self.dir.join(record);
-        let rebuild = if record == crate::paths::NNCF_RECORD {
-            "run `bash tests/setup.sh openvino` (OpenVINO's runtime and NNCF), then `gen fixtures`"
-        } else {
+        let rebuild = if record == crate::paths::TRANSFORMERSJS_RECORD {
             "run `gen fixtures`"
+        } else {
+            "run `bash tests/setup.sh openvino` (OpenVINO's runtime and NNCF), then `gen fixtures`"
         };
         let made: MadeAfterExport = match std::fs::read_to_string(&path) {
             Ok(text) => serde_json::from_str(&text).map_err(|e| {
@@ -413,7 +437,7 @@ impl Fixture {
                     format!(
                         "{} has no {} model ({record}): {rebuild}",
                         self.dir.display(),
-                        precision.name()
+                        format
                     ),
                 ));
             }
@@ -440,7 +464,7 @@ impl Fixture {
         }
         let variant: ExtraExport = made
             .formats
-            .get(precision.name())
+            .get(format)
             .and_then(|v| serde_json::from_value(v.clone()).ok())
             .unwrap_or(ExtraExport {
                 file: None,
@@ -460,17 +484,14 @@ impl Fixture {
                 } else {
                     ErrorKind::ExportFailed
                 },
-                format!(
-                    "{tool} could not make the {} model: {error}",
-                    precision.name()
-                ),
+                format!("{tool} could not make the {} model: {error}", format),
             )),
             _ => Err(CheckError::new(
                 ErrorKind::FixtureInvalid,
                 format!(
                     "{} names no {} file that exists: {rebuild}",
                     path.display(),
-                    precision.name()
+                    format
                 ),
             )),
         }
@@ -706,8 +727,7 @@ mod tests {
         let content = |nncf_key: &str| Content {
             spec_digest: "s".into(),
             cache_key: Some("k1".into()),
-            nncf_key: Some(nncf_key.into()),
-            transformersjs_key: None,
+            made_after_export: [(crate::paths::NNCF_RECORD.into(), nncf_key.into())].into(),
             built_on: None,
             parts: Default::default(),
         };
@@ -768,8 +788,18 @@ mod tests {
             content: Some(Content {
                 spec_digest: "s".into(),
                 cache_key: Some("k1".into()),
-                nncf_key: Some("nncf-script".into()),
-                transformersjs_key: Some("tjs-script".into()),
+                made_after_export: [
+                    (crate::paths::NNCF_RECORD.into(), "nncf-script".into()),
+                    (
+                        crate::paths::TRANSFORMERSJS_RECORD.into(),
+                        "tjs-script".into(),
+                    ),
+                    (
+                        crate::paths::OPENVINO_PYTORCH_RECORD.into(),
+                        "ovp-script".into(),
+                    ),
+                ]
+                .into(),
                 built_on: None,
                 parts: Default::default(),
             }),
@@ -796,6 +826,51 @@ mod tests {
                 .starts_with("ONNX Runtime's quantizer could not make the q2 model"),
             "{}",
             q2.message
+        );
+
+        // OpenVINO's PyTorch frontend: its conversion's error is the converter's, whole, and
+        // NNCF's formats of a model it did not make say why; an ONNX format is not its.
+        let converted = serde_json::json!({
+            "key": "ovp-script", "fixture_key": "k1",
+            "float32": {"error": "openvino._pyopenvino.OpConversionFailure: No conversion rule found for operations: aten::diff"},
+            "nncf_int8": {"error": "no converted model to compress"},
+        });
+        std::fs::write(
+            dir.join(crate::paths::OPENVINO_PYTORCH_RECORD),
+            converted.to_string(),
+        )
+        .unwrap();
+        let float32 = fixture.openvino_pytorch(None).unwrap_err();
+        assert_eq!(float32.kind, ErrorKind::ExportFailed);
+        assert_eq!(
+            float32.message,
+            "OpenVINO's PyTorch frontend could not make the float32 model: openvino._pyopenvino.OpConversionFailure: No conversion rule found for operations: aten::diff"
+        );
+        let int8 = fixture
+            .openvino_pytorch(Some(Precision::NncfInt8))
+            .unwrap_err();
+        assert!(
+            int8.message
+                .starts_with("NNCF could not make the nncf_int8"),
+            "{}",
+            int8.message
+        );
+        assert_eq!(
+            fixture
+                .openvino_pytorch(Some(Precision::Q4))
+                .unwrap_err()
+                .kind,
+            ErrorKind::EngineNotBuilt
+        );
+        std::fs::write(
+            dir.join(crate::paths::OPENVINO_PYTORCH_RECORD),
+            serde_json::json!({"key": "ovp-script", "fixture_key": "k1", "float32": {"file": "model.ov_pytorch.xml"}}).to_string(),
+        )
+        .unwrap();
+        std::fs::write(dir.join("model.ov_pytorch.xml"), "ir").unwrap();
+        assert_eq!(
+            fixture.openvino_pytorch(None).map_err(|e| e.kind),
+            Ok(dir.join("model.ov_pytorch.xml"))
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -118,6 +118,7 @@ pub fn runtime_version(engine: EngineKind) -> String {
         EngineKind::Wgpu => env!("HWMATRIX_VERDICT_CODE_WGPU"),
         EngineKind::Chromium => env!("HWMATRIX_VERDICT_CODE_BROWSER"),
         EngineKind::Firefox => env!("HWMATRIX_VERDICT_CODE_FIREFOX"),
+        EngineKind::OpenvinoPytorch => env!("HWMATRIX_VERDICT_CODE_OPENVINO_PYTORCH"),
     };
     hwmatrix_cell::verdict_code::describe(env!("CARGO_PKG_VERSION"), digest)
 }
@@ -137,6 +138,7 @@ mod tests {
             EngineKind::Chromium,
             EngineKind::Openvino,
             EngineKind::Firefox,
+            EngineKind::OpenvinoPytorch,
         ] {
             assert_eq!(
                 Some(runtime_version(engine)),

@@ -5,15 +5,18 @@
 //!   them), for the openvino platform's OpenVINO-runtime engine, by nncf_variants.py in
 //!   OpenVINO's own venv (openvino and nncf; the exporter's venv has neither);
 //! - transformers.js's formats export.py does not make (bnb4, q2), by
-//!   transformersjs_formats.py in the exporter's venv (onnxruntime's quantizers).
+//!   transformersjs_formats.py in the exporter's venv (onnxruntime's quantizers);
+//! - OpenVINO's own conversion of the fixture's PyTorch module (its PyTorch frontend, as
+//!   optimum-intel converts a model) and NNCF's formats of that IR, by openvino_pytorch.py
+//!   in OpenVINO's venv with the exporter venv's torch.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use hwmatrix_cell::paths::{NNCF_RECORD, TRANSFORMERSJS_RECORD};
-use hwmatrix_specs::fixture_key::{nncf_key, transformersjs_key};
+use hwmatrix_cell::paths::{NNCF_RECORD, OPENVINO_PYTORCH_RECORD, TRANSFORMERSJS_RECORD};
+use hwmatrix_specs::fixture_key::{nncf_key, openvino_pytorch_key, transformersjs_key};
 
 use crate::workers::{JobError, Progress, exporter_dir};
 
@@ -29,6 +32,10 @@ pub struct Maker {
     pub key: fn() -> String,
     /// What its Python needs, for the error when it is missing.
     pub python_needs: &'static str,
+    /// The fixture's file it makes its formats from: a fixture without it gets none.
+    pub reads: &'static str,
+    /// Whether it imports torch from the exporter's venv (JOBS.json's `torch_packages`).
+    pub needs_torch: bool,
 }
 
 /// NNCF's formats (nncf_int8, nncf_int4), in OpenVINO's venv.
@@ -38,6 +45,8 @@ pub const NNCF: Maker = Maker {
     record: NNCF_RECORD,
     key: nncf_key,
     python_needs: "OpenVINO and NNCF: run `bash tests/setup.sh openvino`",
+    reads: "model.onnx",
+    needs_torch: false,
 };
 
 /// transformers.js's bnb4 and q2, in the exporter's venv.
@@ -47,6 +56,22 @@ pub const TRANSFORMERS_JS: Maker = Maker {
     record: TRANSFORMERSJS_RECORD,
     key: transformersjs_key,
     python_needs: "onnxruntime's quantizers: run `bash tests/setup.sh`",
+    reads: "model.onnx",
+    needs_torch: false,
+};
+
+/// OpenVINO's PyTorch frontend's conversion of the TorchScript module, and NNCF's formats of
+/// it, in OpenVINO's venv with torch from the exporter's. Made for every fixture, the
+/// libtorch-only ones whose ONNX export failed among them; one whose module did not trace
+/// gets the trace's error as the conversion's.
+pub const OPENVINO_PYTORCH: Maker = Maker {
+    progress: "OpenVINO PyTorch frontend conversions made",
+    script: "openvino_pytorch.py",
+    record: OPENVINO_PYTORCH_RECORD,
+    key: openvino_pytorch_key,
+    python_needs: "OpenVINO and NNCF: run `bash tests/setup.sh openvino`",
+    reads: "meta.json",
+    needs_torch: true,
 };
 
 /// What one call did.
@@ -65,7 +90,17 @@ pub fn exported_fixtures<'a>(
     root: &Path,
     models: impl IntoIterator<Item = &'a str>,
 ) -> Vec<PathBuf> {
-    let exported = |dir: &Path| dir.join("meta.json").is_file() && dir.join("model.onnx").is_file();
+    fixtures_with(root, models, "model.onnx")
+}
+
+/// The fixture folders of `models` under `root` (a model's, and each of its components') that
+/// hold `file`.
+pub fn fixtures_with<'a>(
+    root: &Path,
+    models: impl IntoIterator<Item = &'a str>,
+    file: &str,
+) -> Vec<PathBuf> {
+    let exported = |dir: &Path| dir.join("meta.json").is_file() && dir.join(file).is_file();
     let mut dirs = Vec::new();
     for model in models {
         let dir = root.join(model);
@@ -125,6 +160,11 @@ pub fn make(
         ));
     }
     std::fs::create_dir_all(log_dir).map_err(|e| format!("{}: {e}", log_dir.display()))?;
+    let torch_packages = if maker.needs_torch {
+        Some(exporter_packages()?)
+    } else {
+        None
+    };
     let workers = workers.clamp(1, todo.len());
     let script: &'static str = maker.script;
     let (sender, receiver) = std::sync::mpsc::channel::<(String, Result<(), String>)>();
@@ -132,7 +172,7 @@ pub fn make(
     for (n, chunk) in todo.chunks(todo.len().div_ceil(workers)).enumerate() {
         let stem = maker.script.trim_end_matches(".py");
         let jobs = log_dir.join(format!("{stem}-{n}.jobs.json"));
-        let body = serde_json::json!({"key": key, "dirs": chunk});
+        let body = serde_json::json!({"key": key, "dirs": chunk, "torch_packages": torch_packages});
         std::fs::write(&jobs, body.to_string()).map_err(|e| format!("{}: {e}", jobs.display()))?;
         let stderr_path = log_dir.join(format!("{stem}-{n}.log"));
         let stderr = std::fs::File::create(&stderr_path)
@@ -200,4 +240,29 @@ pub fn make(
         let _ = reader.join();
     }
     Ok(summary)
+}
+
+/// The exporter venv's site-packages (where its torch is), as its Python names them.
+fn exporter_packages() -> Result<String, String> {
+    let python = hwmatrix_cell::paths::python();
+    let output = Command::new(&python)
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ])
+        .output()
+        .map_err(|e| {
+            format!(
+                "cannot start the exporter's Python at {} (torch for OpenVINO's PyTorch frontend): {e}: run `bash tests/setup.sh exporter`",
+                python.display()
+            )
+        })?;
+    if !output.status.success() {
+        return Err(format!(
+            "{} could not name its site-packages: {}",
+            python.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
 }

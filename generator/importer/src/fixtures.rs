@@ -22,6 +22,9 @@ pub struct Summary {
     pub failed: Vec<(String, String)>,
     /// NNCF's formats of the exported fixtures (None: not asked for).
     pub nncf: Option<crate::after_export::Summary>,
+    /// OpenVINO's PyTorch frontend's conversions of the traced fixtures, with NNCF's formats
+    /// of them (None: not asked for, with `nncf`).
+    pub openvino_pytorch: Option<crate::after_export::Summary>,
     /// transformers.js's formats export.py does not make (bnb4, q2).
     pub transformersjs: crate::after_export::Summary,
     /// Fixtures whose content.json was (re)written.
@@ -46,7 +49,8 @@ pub enum Source {
 /// `<root>/<model_type>.error.txt` with the real error.
 /// `retry_generation`: also export the models whose generation exporter failed before
 /// (`imported.generation_export`), to see whether a change to it fixed them.
-/// `nncf_python`: OpenVINO's venv, which then makes NNCF's formats of every exported fixture.
+/// `nncf_python`: OpenVINO's venv, which then makes NNCF's formats of every exported fixture,
+/// and converts every traced one with OpenVINO's PyTorch frontend.
 #[allow(clippy::too_many_arguments)]
 pub fn build(
     plan: &Plan,
@@ -171,10 +175,24 @@ pub fn build(
         plan.models.iter().map(|m| m.model.spec.model_type.as_str()),
     );
     let logs = root.join(".logs");
-    use crate::after_export::{NNCF, TRANSFORMERS_JS, make};
+    use crate::after_export::{NNCF, OPENVINO_PYTORCH, TRANSFORMERS_JS, fixtures_with, make};
     summary.transformersjs = make(&TRANSFORMERS_JS, root, &dirs, python, workers, &logs, log)?;
     if let Some(nncf_python) = nncf_python {
         summary.nncf = Some(make(&NNCF, root, &dirs, nncf_python, workers, &logs, log)?);
+        let traced = fixtures_with(
+            root,
+            plan.models.iter().map(|m| m.model.spec.model_type.as_str()),
+            OPENVINO_PYTORCH.reads,
+        );
+        summary.openvino_pytorch = Some(make(
+            &OPENVINO_PYTORCH,
+            root,
+            &traced,
+            nncf_python,
+            workers,
+            &logs,
+            log,
+        )?);
     }
     summary.content_taken = record_content(plan, root, log)?;
     Ok(summary)
@@ -254,16 +272,18 @@ fn record_content(plan: &Plan, root: &Path, log: &mut dyn Write) -> Result<usize
         {
             continue;
         }
-        let nncf_key = key_in(&dir, hwmatrix_cell::paths::NNCF_RECORD, "key");
-        let transformersjs_key = key_in(&dir, hwmatrix_cell::paths::TRANSFORMERSJS_RECORD, "key");
+        let made_after_export: std::collections::BTreeMap<String, String> =
+            hwmatrix_cell::paths::AFTER_EXPORT_RECORDS
+                .iter()
+                .filter_map(|record| Some((record.to_string(), key_in(&dir, record, "key")?)))
+                .collect();
         // Taken again where it does not name the CPU that built the fixture (its
         // class and kernel features): the cache is this machine's. (One whose
         // digests are of another form reads as none.)
         let current = Content::read(&dir).is_some_and(|c| {
             c.spec_digest == spec_digest
                 && c.cache_key == cache_key
-                && c.nncf_key == nncf_key
-                && c.transformersjs_key == transformersjs_key
+                && c.made_after_export == made_after_export
                 && c.built_on
                     .as_deref()
                     .is_some_and(hwmatrix_cell::content::names_the_features)
@@ -271,8 +291,7 @@ fn record_content(plan: &Plan, root: &Path, log: &mut dyn Write) -> Result<usize
         if current {
             continue;
         }
-        let keys = [nncf_key, transformersjs_key];
-        Content::take(&dir, &spec_digest, generation, cache_key, keys)
+        Content::take(&dir, &spec_digest, generation, cache_key, made_after_export)
             .and_then(|c| c.write(&dir))
             .map_err(|e| format!("{}: cannot record what it holds: {e}", dir.display()))?;
         taken += 1;
@@ -422,9 +441,9 @@ pub fn cached(out_dir: &Path, key: &str, kind: FixtureKind) -> bool {
         && without_onnx == (kind == FixtureKind::TorchScriptOnly)
 }
 
-/// The ONNX exporters' failure of a model whose libtorch cells the plan runs
-/// on a tiny random model: its libtorch-only fixture is built, with that
-/// failure as why it has no graph. None where no such fixture is wanted.
+/// The ONNX exporters' failure of a model whose cells on the trace (libtorch's, OpenVINO's
+/// PyTorch frontend's) the plan runs on a tiny random model: its trace-only fixture is
+/// built, with that failure as why it has no graph. None where no such fixture is wanted.
 fn onnx_failure_to_trace<'a>(
     model_plan: &'a hwmatrix_specs::plan::ModelPlan,
     source: &Source,
@@ -433,11 +452,10 @@ fn onnx_failure_to_trace<'a>(
         .model
         .spec
         .pipeline_entry(hwmatrix_cell::CheckId::Export)?;
-    let runs_libtorch = model_plan.cells.iter().any(|c| {
-        c.engine.kind() == hwmatrix_cell::EngineKind::Libtorch
-            && matches!(c.planned, hwmatrix_cell::Planned::Run)
+    let runs_the_trace = model_plan.cells.iter().any(|c| {
+        c.engine.kind().runs_the_trace() && matches!(c.planned, hwmatrix_cell::Planned::Run)
     });
-    (runs_libtorch && matches!(source, Source::TinyRandom)).then_some(entry.error.as_str())
+    (runs_the_trace && matches!(source, Source::TinyRandom)).then_some(entry.error.as_str())
 }
 
 /// The job that builds libtorch's fixture alone (torchscript.py), `onnx_error` being why there is no ONNX graph.

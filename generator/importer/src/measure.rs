@@ -838,7 +838,7 @@ fn make_fixtures(
         selected
             .cells
             .iter()
-            .any(|(_, engine)| *engine == EngineKind::Openvino)
+            .any(|(_, engine)| matches!(engine, EngineKind::Openvino | EngineKind::OpenvinoPytorch))
     });
     let selection = Selection {
         models,

@@ -31,6 +31,11 @@ pub const NNCF_REQUIREMENTS: &[u8] =
 /// is in each fixture's `transformersjs.json`.
 pub const TRANSFORMERSJS_SOURCE: &[u8] =
     include_bytes!("../../importer/exporter/transformersjs_formats.py");
+/// The script that converts a fixture's PyTorch module with OpenVINO's PyTorch frontend (and
+/// makes NNCF's formats of the IR with nncf_variants.py's code), in OpenVINO's venv with the
+/// exporter venv's torch: their key is in each fixture's `openvino_pytorch.json`.
+pub const OPENVINO_PYTORCH_SOURCE: &[u8] =
+    include_bytes!("../../importer/exporter/openvino_pytorch.py");
 /// The scripts that make a fixture on optimum's graph (`gen fixtures --graph optimum`), and
 /// optimum's venv's pinned requirements: only those fixtures' keys cover them.
 pub const OPTIMUM_SOURCES: [&[u8]; 3] = [
@@ -102,6 +107,22 @@ pub fn nncf_key() -> String {
 pub fn transformersjs_key() -> String {
     let mut hasher = Sha256::new();
     for part in [TRANSFORMERSJS_SOURCE, EXPORTER_REQUIREMENTS] {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    hex(&hasher.finalize())
+}
+
+/// The key of openvino_pytorch.py's conversion: the script, nncf_variants.py (whose code
+/// makes its NNCF formats), OpenVINO's venv's requirements and the exporter's (torch).
+pub fn openvino_pytorch_key() -> String {
+    let mut hasher = Sha256::new();
+    for part in [
+        OPENVINO_PYTORCH_SOURCE,
+        NNCF_SOURCE,
+        NNCF_REQUIREMENTS,
+        EXPORTER_REQUIREMENTS,
+    ] {
         hasher.update((part.len() as u64).to_le_bytes());
         hasher.update(part);
     }

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use hwmatrix_cell::{
-    Basis, CheckId, EngineKind, Planned, Platform, Precision, QuantScheme, Rating, Stage,
+    Basis, CheckId, EngineKind, OpenVinoFrontend, Planned, Platform, Precision, QuantScheme,
+    Rating, Stage,
 };
 
 use crate::spec::evidence::{self, Entry, EntryOutcome};
@@ -504,10 +505,11 @@ impl<'a> CellPlanner<'a> {
 
     /// Whether the float32 checks' stored outcomes decide them: no person's
     /// status for the platform, and a fixture to run (no export issue, or
-    /// libtorch's own TorchScript trace where our harness got that far).
+    /// the TorchScript trace of its own where our harness got that far, for the engines that
+    /// run it).
     fn decided_by_store(&self) -> bool {
         if self.spec.export.known_issue.is_some() {
-            self.kind == EngineKind::Libtorch
+            self.kind.runs_the_trace()
                 && self.spec.traced_without_onnx()
                 && harness_gap(self.spec, self.name).is_none()
         } else {
@@ -543,7 +545,7 @@ impl<'a> CellPlanner<'a> {
         if let Some(not_tested) = harness_gap(spec, self.name) {
             // Our harness stopped before any engine: not tested, on every platform alike.
             not_tested
-        } else if self.kind == EngineKind::Libtorch {
+        } else if self.kind.runs_the_trace() {
             self.planned_libtorch_without_onnx(error)
         } else if spec.export.known_issue_measured {
             let entry = spec
@@ -575,8 +577,9 @@ impl<'a> CellPlanner<'a> {
     /// outcomes, the trace's measured failure, or our harness's gap, never the ONNX failure itself.
     fn planned_libtorch_without_onnx(&self, error: &str) -> Planned<String> {
         let spec = self.spec;
-        // libtorch runs the TorchScript trace, which torch.onnx failing says nothing about:
-        // its fixture is built without the ONNX step (torchscript.py), unless tracing failed too.
+        // libtorch runs the TorchScript trace and OpenVINO's PyTorch frontend converts it, which
+        // torch.onnx failing says nothing about: their fixture is built without the ONNX step
+        // (torchscript.py), unless tracing failed too.
         let trace_failed = spec
             .pipeline_entry(CheckId::TorchscriptExport)
             .filter(|_| spec.export.known_issue_measured);
@@ -591,7 +594,7 @@ impl<'a> CellPlanner<'a> {
             .expect("one entry")
         } else {
             let why = if spec.export.known_issue_measured {
-                "it is checked as its components, and libtorch's own fixture (generator/importer/exporter/torchscript.py) is built for whole models only"
+                "it is checked as its components, and the trace's own fixture (generator/importer/exporter/torchscript.py) is built for whole models only"
             } else {
                 "it is a known issue written in its spec, so no export ran, and its TorchScript trace is built only where a run measured that failure (gen derive)"
             };
@@ -708,11 +711,16 @@ impl<'a> CellPlanner<'a> {
     /// generation graph is its own export, so the float32 cell's issue does not decide it.
     fn generation(&self) -> Option<Planned<String>> {
         let spec = self.spec;
+        // Not OpenVINO's PyTorch frontend: the generation fixture is an ONNX decoder with its
+        // cache, and no PyTorch module of it is converted yet.
         let runs_onnx = matches!(
             self.engine,
             EngineSpec::Onnxruntime { .. }
                 | EngineSpec::Browser { .. }
-                | EngineSpec::Openvino { .. }
+                | EngineSpec::Openvino {
+                    frontend: OpenVinoFrontend::Onnx,
+                    ..
+                }
         );
         (self.model.generates() && runs_onnx).then(|| {
             let generation_export = spec

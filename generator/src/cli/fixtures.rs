@@ -36,9 +36,10 @@ pub struct Args {
     /// with HWMATRIX_FIXTURES set to that root; each record names its fixture's source
     #[arg(long, value_enum, default_value = "ours")]
     graph: Graph,
-    /// Skip NNCF's weight formats (OpenVINO IR with int8 and int4 weights, for the openvino
-    /// platform's OpenVINO-runtime engine), which are made after the export wherever
-    /// OpenVINO's venv (`bash tests/setup.sh openvino`) is installed
+    /// Skip what OpenVINO's venv makes after the export wherever it is installed (`bash
+    /// tests/setup.sh openvino`): NNCF's weight formats (OpenVINO IR with int8 and int4
+    /// weights, for the openvino platform's `ov` engine) and OpenVINO's PyTorch frontend's
+    /// conversion of each traced model with NNCF's formats of it (its `ov_pytorch` engine)
     #[arg(long)]
     no_nncf: bool,
 }
@@ -152,11 +153,23 @@ pub fn run(
         None if !args.no_nncf => {
             let _ = writeln!(
                 out,
-                "NNCF formats: not made (no OpenVINO venv at {}: `bash tests/setup.sh openvino` installs it); the openvino runtime engine's nncf checks will say so",
+                "NNCF formats and OpenVINO's PyTorch frontend conversions: not made (no OpenVINO venv at {}: `bash tests/setup.sh openvino` installs it); the openvino platform's ov and ov_pytorch checks will say so",
                 openvino_python.display()
             );
         }
         None => {}
+    }
+    if let Some(converted) = &summary.openvino_pytorch {
+        let _ = writeln!(
+            out,
+            "OpenVINO PyTorch frontend conversions (float32, with NNCF's int8 and int4 of each) of the fixtures: {} made, {} cached, {} failed (a module the converter refuses is a made record with its error)",
+            converted.made,
+            converted.cached,
+            converted.failed.len()
+        );
+        for (fixture, why) in &converted.failed {
+            let _ = writeln!(err, "error: OpenVINO's conversion of {fixture}: {why}");
+        }
     }
     for (model, error) in &summary.failed {
         let first = error.lines().next().unwrap_or_default();
@@ -169,8 +182,11 @@ pub fn run(
             dir.display()
         );
     }
-    let nncf_failed = summary.nncf.as_ref().is_some_and(|n| !n.failed.is_empty());
-    let formats_failed = nncf_failed || !summary.transformersjs.failed.is_empty();
+    let formats_failed = [&summary.nncf, &summary.openvino_pytorch]
+        .into_iter()
+        .flatten()
+        .chain([&summary.transformersjs])
+        .any(|made| !made.failed.is_empty());
     Ok(if summary.failed.is_empty() && !formats_failed {
         0
     } else {

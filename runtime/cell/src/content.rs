@@ -51,14 +51,13 @@ pub struct Content {
     /// sha256 of the spec the fixture was built from (the generated
     /// declaration's `spec_digest`): a cell refuses a fixture of another spec.
     pub spec_digest: String,
-    /// meta.json's `cache_key`, nncf.json's and transformersjs.json's `key` when the
+    /// meta.json's `cache_key`, and the `key` of each record a script made after the
+    /// export left ([`crate::paths::AFTER_EXPORT_RECORDS`], by its file name), when the
     /// digests were taken: `gen fixtures` takes them again when one changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_key: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nncf_key: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transformersjs_key: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub made_after_export: BTreeMap<String, String>,
     /// The CPU that built it, by its class and the features that choose its
     /// kernels ([`crate::cpu_class::built_on`]: `x86-64 avx512-vnni (avx512_vnni
     /// ... fma avx512vl avx512dq)`): PyTorch's references and the calibrated
@@ -81,7 +80,7 @@ impl Content {
         spec_digest: &str,
         generation: bool,
         cache_key: Option<String>,
-        [nncf_key, transformersjs_key]: [Option<String>; 2],
+        made_after_export: BTreeMap<String, String>,
     ) -> std::io::Result<Content> {
         let mut parts = BTreeMap::new();
         if generation {
@@ -109,6 +108,16 @@ impl Content {
                     named(&format!("model.{}.", precision.name())),
                 )?;
             }
+            // OpenVINO's PyTorch frontend's IR and NNCF's formats of it, a part each: the
+            // files `model.<part>.xml` and `.bin`.
+            for part_name in OPENVINO_PYTORCH_PARTS {
+                let ir = [
+                    format!("model.{part_name}.xml"),
+                    format!("model.{part_name}.bin"),
+                ];
+                let files = top.iter().filter(|f| ir.contains(f)).cloned().collect();
+                part(part_name, files)?;
+            }
             for (name, folders) in [
                 ("shape1", ["inputs", "outputs"].as_slice()),
                 ("shape2", &["inputs2", "outputs2"]),
@@ -131,8 +140,7 @@ impl Content {
         Ok(Content {
             spec_digest: spec_digest.to_string(),
             cache_key,
-            nncf_key,
-            transformersjs_key,
+            made_after_export,
             built_on: Some(crate::cpu_class::built_on_here().to_string()),
             parts,
         })
@@ -141,11 +149,7 @@ impl Content {
     /// The key, when the digests were taken, of the script that writes `record` (a format's
     /// [`crate::Precision::made_after_export`] record) beside the fixture.
     pub fn key_of(&self, record: &str) -> Option<&str> {
-        match record {
-            crate::paths::NNCF_RECORD => self.nncf_key.as_deref(),
-            crate::paths::TRANSFORMERSJS_RECORD => self.transformersjs_key.as_deref(),
-            _ => None,
-        }
+        self.made_after_export.get(record).map(String::as_str)
     }
 
     /// The content record of the fixture in `dir`, if `gen fixtures` wrote one
@@ -210,16 +214,32 @@ pub fn comparable(then: &str, now: &str) -> Option<bool> {
     }
 }
 
+/// The parts of OpenVINO's PyTorch frontend's models (openvino_pytorch.py): the converted
+/// module, then NNCF's formats of it.
+const OPENVINO_PYTORCH_PARTS: [&str; 3] =
+    ["ov_pytorch", "ov_pytorch.nncf_int8", "ov_pytorch.nncf_int4"];
+
+/// The part of the model OpenVINO's PyTorch frontend made that a check of `precision` reads
+/// (None: float32, the converted module itself).
+pub fn openvino_pytorch_part(precision: Option<Precision>) -> &'static str {
+    match precision {
+        Some(Precision::NncfInt8) => OPENVINO_PYTORCH_PARTS[1],
+        Some(Precision::NncfInt4) => OPENVINO_PYTORCH_PARTS[2],
+        _ => OPENVINO_PYTORCH_PARTS[0],
+    }
+}
+
 /// The parts a check reads: the graph its engine loads (libtorch's trace,
-/// every other engine's ONNX graph), meta.json's contract, and the inputs
+/// OpenVINO's PyTorch frontend's IR, every other engine's ONNX graph),
+/// meta.json's contract, and the inputs
 /// and references of its shape; a precision check its variant instead of the
 /// graph; wgpu's quantization checks the sampled layers; `generates` the
 /// generation fixture. A check not named here reads every part.
 pub fn parts_read(check: &str, engine: EngineKind) -> Vec<&'static str> {
-    let graph = if engine == EngineKind::Libtorch {
-        "torchscript"
-    } else {
-        "graph"
+    let graph = match engine {
+        EngineKind::Libtorch => "torchscript",
+        EngineKind::OpenvinoPytorch => openvino_pytorch_part(None),
+        _ => "graph",
     };
     let check = CheckId::parse(check);
     if check == Some(CheckId::Generates) {
@@ -229,12 +249,17 @@ pub fn parts_read(check: &str, engine: EngineKind) -> Vec<&'static str> {
         return vec!["meta", "linear"];
     }
     match check {
+        Some(CheckId::Precision(precision)) if engine == EngineKind::OpenvinoPytorch => {
+            vec![openvino_pytorch_part(Some(precision)), "meta", "shape1"]
+        }
         Some(CheckId::Precision(precision)) => vec![precision.name(), "meta", "shape1"],
         Some(CheckId::DynamicShapes) => vec![graph, "meta", "shape2"],
         Some(CheckId::Runs | CheckId::MatchesReference) => vec![graph, "meta", "shape1"],
         _ => {
             let mut all = vec!["graph", "torchscript", "meta", "shape1", "shape2", "linear"];
             all.extend(Precision::ALL.iter().map(|p| p.name()));
+            // Not OpenVINO's PyTorch frontend's parts: only its engine's checks read them,
+            // and those are all named above.
             all
         }
     }
@@ -667,8 +692,7 @@ mod tests {
         let content = Content {
             spec_digest: "s".into(),
             cache_key: None,
-            nncf_key: None,
-            transformersjs_key: None,
+            made_after_export: BTreeMap::new(),
             built_on: None,
             parts: [("graph".to_string(), "g".to_string())].into(),
         };
@@ -856,9 +880,9 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("hwmatrix-content-{}", std::process::id()));
         fixture(&dir, "graph", "int8");
         std::fs::write(dir.join("meta.json"), r#"{"cache_key":"k1","shapes":[]}"#).unwrap();
-        let first = Content::take(&dir, "s", false, Some("k1".into()), [None, None]).unwrap();
+        let first = Content::take(&dir, "s", false, Some("k1".into()), BTreeMap::new()).unwrap();
         std::fs::write(dir.join("meta.json"), r#"{"cache_key":"k2","shapes":[]}"#).unwrap();
-        let rebuilt = Content::take(&dir, "s", false, Some("k2".into()), [None, None]).unwrap();
+        let rebuilt = Content::take(&dir, "s", false, Some("k2".into()), BTreeMap::new()).unwrap();
         let onnx = EngineKind::Onnxruntime;
         // The quantizer's scratch folder, named at random, in an error meta.json records.
         let qdq8_error = |scratch: &str| {
@@ -867,9 +891,10 @@ mod tests {
             )
         };
         std::fs::write(dir.join("meta.json"), qdq8_error("ort.quant.wm6rqs2s")).unwrap();
-        let one_scratch = Content::take(&dir, "s", false, Some("k2".into()), [None, None]).unwrap();
+        let one_scratch =
+            Content::take(&dir, "s", false, Some("k2".into()), BTreeMap::new()).unwrap();
         std::fs::write(dir.join("meta.json"), qdq8_error("ort.quant.9bt3c2om")).unwrap();
-        let another = Content::take(&dir, "s", false, Some("k2".into()), [None, None]).unwrap();
+        let another = Content::take(&dir, "s", false, Some("k2".into()), BTreeMap::new()).unwrap();
         assert_eq!(
             one_scratch.parts["meta"], another.parts["meta"],
             "a scratch folder's name"
@@ -886,7 +911,7 @@ mod tests {
             );
         }
         fixture(&dir, "graph", "another int8");
-        let changed = Content::take(&dir, "s", false, Some("k3".into()), [None, None]).unwrap();
+        let changed = Content::take(&dir, "s", false, Some("k3".into()), BTreeMap::new()).unwrap();
         assert_eq!(
             first.check_digest("runs", onnx),
             changed.check_digest("runs", onnx)

@@ -126,8 +126,12 @@ pub enum Engine {
         app: BrowserApp,
     },
     /// OpenVINO's own runtime (not ONNX Runtime's provider) on one of its devices
-    /// (`CPU`, `GPU`, `NPU`), reading the ONNX graph with its ONNX frontend.
-    OpenVino { device: &'static str },
+    /// (`CPU`, `GPU`, `NPU`), on the model one of its frontends made: our ONNX graph read
+    /// by its ONNX frontend, or the PyTorch module converted by its PyTorch frontend.
+    OpenVino {
+        device: &'static str,
+        frontend: OpenVinoFrontend,
+    },
 }
 
 /// The engines, without their settings.
@@ -145,21 +149,34 @@ pub enum EngineKind {
     /// onnxruntime-web in Firefox: the browser engine's cells in the other
     /// browser that ships WebGPU (`webgpu::firefox` beside `webgpu::browser`).
     Firefox,
+    /// OpenVINO's runtime on the model its PyTorch frontend converted from the PyTorch
+    /// module, as optimum-intel converts one (`openvino::ov_pytorch`): the converter is
+    /// part of what it checks, where `openvino` reads our ONNX graph.
+    #[serde(rename = "openvino_pytorch")]
+    OpenvinoPytorch,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 6] = [
+    pub const ALL: [EngineKind; 7] = [
         EngineKind::Onnxruntime,
         EngineKind::Libtorch,
         EngineKind::Wgpu,
         EngineKind::Chromium,
         EngineKind::Openvino,
         EngineKind::Firefox,
+        EngineKind::OpenvinoPytorch,
     ];
 
     /// The engine a record or a report names (`onnxruntime`, `wgpu`).
     pub fn from_name(name: &str) -> Option<EngineKind> {
         EngineKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Whether it runs the module the exporter traced (model.pt), not an ONNX graph: libtorch
+    /// runs the trace, OpenVINO's PyTorch frontend converts it. Their cells run where
+    /// torch.onnx failed and the trace did not (a fixture of its own, torchscript.py).
+    pub fn runs_the_trace(self) -> bool {
+        matches!(self, EngineKind::Libtorch | EngineKind::OpenvinoPytorch)
     }
 
     /// Whether its checks run whole models. wgpu's do not: they run our WGSL quantization
@@ -177,6 +194,7 @@ impl EngineKind {
             EngineKind::Chromium => "browser",
             EngineKind::Openvino => "openvino",
             EngineKind::Firefox => "firefox",
+            EngineKind::OpenvinoPytorch => "openvino_pytorch",
         }
     }
 
@@ -195,6 +213,7 @@ impl EngineKind {
             // OpenVINO provider); not `runtime`, which would shadow the runtime crate in cells.
             EngineKind::Openvino => "ov",
             EngineKind::Firefox => "firefox",
+            EngineKind::OpenvinoPytorch => "ov_pytorch",
         }
     }
 
@@ -211,6 +230,7 @@ impl EngineKind {
                 | EngineKind::Chromium
                 | EngineKind::Openvino
                 | EngineKind::Firefox
+                | EngineKind::OpenvinoPytorch
         )
     }
 
@@ -242,7 +262,14 @@ impl Engine {
                 app: BrowserApp::Firefox,
                 ..
             } => EngineKind::Firefox,
-            Engine::OpenVino { .. } => EngineKind::Openvino,
+            Engine::OpenVino {
+                frontend: OpenVinoFrontend::Onnx,
+                ..
+            } => EngineKind::Openvino,
+            Engine::OpenVino {
+                frontend: OpenVinoFrontend::Pytorch,
+                ..
+            } => EngineKind::OpenvinoPytorch,
         }
     }
 
@@ -259,7 +286,7 @@ impl Engine {
                 device_type,
                 app,
             } => describe_browser(backend, device_type, app),
-            Engine::OpenVino { device } => describe_openvino(device),
+            Engine::OpenVino { device, frontend } => describe_openvino(device, frontend),
         }
     }
 }
@@ -284,8 +311,25 @@ pub fn describe_onnxruntime<'a>(
     }
 }
 
-pub fn describe_openvino(device: &str) -> String {
-    format!("OpenVINO runtime, device {device}")
+pub fn describe_openvino(device: &str, frontend: OpenVinoFrontend) -> String {
+    match frontend {
+        OpenVinoFrontend::Onnx => format!("OpenVINO runtime, device {device}"),
+        OpenVinoFrontend::Pytorch => {
+            format!("OpenVINO runtime, device {device}, on its PyTorch frontend's conversion")
+        }
+    }
+}
+
+/// Which of OpenVINO's frontends made the model its runtime compiles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpenVinoFrontend {
+    /// Our ONNX graph, read by its ONNX frontend (`Core::read_model("model.onnx")`).
+    #[default]
+    Onnx,
+    /// The PyTorch module converted by its PyTorch frontend (`openvino.convert_model`), as
+    /// optimum-intel converts a model: the IR openvino_pytorch.py makes beside the fixture.
+    Pytorch,
 }
 
 pub fn describe_libtorch(device: &str) -> String {

@@ -26,7 +26,7 @@ pub use cpu_class::CpuClass;
 pub use decl::{
     AgreementBound, AllowedFallback, BrowserApp, BrowserBackend, Cell, CheckPlan, ClassPlan,
     ComputedIn, Engine, EngineKind, ExecutionProvider, GenerationCheck, GenerationDecl, ModelDecl,
-    PlatformDecl, Precision, PrecisionCheck, TensorDecl, Tolerance,
+    OpenVinoFrontend, PlatformDecl, Precision, PrecisionCheck, TensorDecl, Tolerance,
 };
 pub use dtype::DType;
 pub use error_kind::{Attribution, ErrorKind};

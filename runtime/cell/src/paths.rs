@@ -28,6 +28,15 @@ pub const NNCF_RECORD: &str = "nncf.json";
 /// which export.
 pub const TRANSFORMERSJS_RECORD: &str = "transformersjs.json";
 
+/// The file openvino_pytorch.py writes beside a fixture: how OpenVINO's PyTorch frontend
+/// converted its module (or the converter's whole error), and NNCF's formats of that IR.
+pub const OPENVINO_PYTORCH_RECORD: &str = "openvino_pytorch.json";
+
+/// Every record a script made after the export leaves beside a fixture: content.json keeps
+/// each one's `key` under its file name, so `gen fixtures` retakes the digests when it changes.
+pub const AFTER_EXPORT_RECORDS: [&str; 3] =
+    [NNCF_RECORD, TRANSFORMERSJS_RECORD, OPENVINO_PYTORCH_RECORD];
+
 /// The fixture root of the contract: `HWMATRIX_FIXTURES`, else `<cache>/fixtures`.
 pub fn fixtures_dir() -> PathBuf {
     std::env::var_os("HWMATRIX_FIXTURES")

@@ -63,6 +63,7 @@ mod tests {
             EngineKind::Chromium,
             EngineKind::Openvino,
             EngineKind::Firefox,
+            EngineKind::OpenvinoPytorch,
         ] {
             assert!(
                 verdict_code_files(engine.name()).is_some(),

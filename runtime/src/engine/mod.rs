@@ -100,7 +100,12 @@ pub fn open(
             mode,
         ),
         #[cfg(feature = "openvino")]
-        Engine::OpenVino { device } => openvino::open(
+        Engine::OpenVino {
+            device,
+            frontend: crate::OpenVinoFrontend::Pytorch,
+        } => openvino::open(device, &fixture.openvino_pytorch(precision)?),
+        #[cfg(feature = "openvino")]
+        Engine::OpenVino { device, .. } => openvino::open(
             device,
             &match precision {
                 None => fixture.model_onnx(),
@@ -193,7 +198,10 @@ pub fn open_graph(
             app,
         } => open_browser(cell, app, backend, device_type, graph, inputs, nodes),
         #[cfg(feature = "openvino")]
-        Engine::OpenVino { device } => openvino::open(device, graph),
+        Engine::OpenVino {
+            device,
+            frontend: crate::OpenVinoFrontend::Onnx,
+        } => openvino::open(device, graph),
         engine => Err(CheckError::new(
             ErrorKind::EngineNotBuilt,
             format!(

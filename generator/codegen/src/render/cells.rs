@@ -385,7 +385,9 @@ pub fn engine_doc(engine: &EngineSpec) -> String {
             device_type,
             app,
         } => decl::describe_browser(*backend, device_type.as_deref(), *app),
-        EngineSpec::Openvino { device, .. } => decl::describe_openvino(device),
+        EngineSpec::Openvino {
+            device, frontend, ..
+        } => decl::describe_openvino(device, *frontend),
     }
 }
 
@@ -413,8 +415,11 @@ fn engine_expr(engine: &EngineSpec) -> TokenStream {
             };
             quote!(runtime::Engine::Browser { backend: runtime::BrowserBackend::#backend, device_type: #device_type, app: runtime::BrowserApp::#app })
         }
-        EngineSpec::Openvino { device, .. } => {
-            quote!(runtime::Engine::OpenVino { device: #device })
+        EngineSpec::Openvino {
+            device, frontend, ..
+        } => {
+            let frontend = ident(&format!("{frontend:?}"));
+            quote!(runtime::Engine::OpenVino { device: #device, frontend: runtime::OpenVinoFrontend::#frontend })
         }
     }
 }

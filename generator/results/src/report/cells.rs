@@ -115,11 +115,8 @@ pub(super) fn planned_cell(
         .iter()
         .find(|e| Status::of_record(e.status) == status && status != Status::Passed);
     // A model without a fixture was never tried on any platform: no platform evidence to disagree with.
-    let no_fixture = !spec.has_fixture(if engine == EngineKind::Libtorch.name() {
-        EngineKind::Libtorch
-    } else {
-        EngineKind::Onnxruntime
-    });
+    let no_fixture =
+        !spec.has_fixture(EngineKind::from_name(&engine).unwrap_or(EngineKind::Onnxruntime));
     let disagreement = disagreement(expected, status, first_bad.copied(), no_fixture);
     let basis = first_bad.map(|e| e.basis);
     let stored = (basis == Some(Basis::Evidence))

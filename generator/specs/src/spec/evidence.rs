@@ -1125,8 +1125,7 @@ impl ModelSpec {
     /// export failing (not our harness stopping before it) and the TorchScript
     /// trace passed (fixtures.rs, `torchscript_only_job`).
     pub fn has_fixture(&self, engine: EngineKind) -> bool {
-        self.export.known_issue.is_none()
-            || (engine == EngineKind::Libtorch && self.traced_without_onnx())
+        self.export.known_issue.is_none() || (engine.runs_the_trace() && self.traced_without_onnx())
     }
 
     /// A run measured the ONNX export failing, after our harness built and ran

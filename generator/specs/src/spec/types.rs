@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use hwmatrix_cell::{
-    BrowserApp, BrowserBackend, DType, EngineKind, ExecutionProvider, Platform, Precision,
-    QuantScheme, Rating, Stage,
+    BrowserApp, BrowserBackend, DType, EngineKind, ExecutionProvider, OpenVinoFrontend, Platform,
+    Precision, QuantScheme, Rating, Stage,
 };
 use serde::{Deserialize, Serialize};
 
@@ -171,6 +171,10 @@ pub enum EngineSpec {
         /// Runtime's graphs.
         #[serde(default)]
         precision_checks: Vec<Precision>,
+        /// Which of its frontends makes the model: `onnx` (our graph, the default) or
+        /// `pytorch` (the module converted as optimum-intel converts it, `ov_pytorch`).
+        #[serde(default)]
+        frontend: OpenVinoFrontend,
     },
 }
 
@@ -188,7 +192,14 @@ impl EngineSpec {
                 app: BrowserApp::Firefox,
                 ..
             } => EngineKind::Firefox,
-            EngineSpec::Openvino { .. } => EngineKind::Openvino,
+            EngineSpec::Openvino {
+                frontend: OpenVinoFrontend::Onnx,
+                ..
+            } => EngineKind::Openvino,
+            EngineSpec::Openvino {
+                frontend: OpenVinoFrontend::Pytorch,
+                ..
+            } => EngineKind::OpenvinoPytorch,
         }
     }
 }
