@@ -64,7 +64,7 @@ pub static MPS_ONNX: runtime::Engine = runtime::Engine::OnnxRuntime {
 pub static MPS_TORCH: runtime::Engine = runtime::Engine::Libtorch {
     device: "mps",
 };
-/// OpenVINO: engines onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1); OpenVINO runtime, device CPU.
+/// OpenVINO: engines onnxruntime, OpenVINOExecutionProvider (device_type=CPU, num_of_threads=1, num_streams=1); OpenVINO runtime, device CPU; OpenVINO runtime, device CPU, on its PyTorch frontend's conversion.
 pub static OPENVINO: runtime::PlatformDecl = runtime::PlatformDecl {
     platform: runtime::Platform::Openvino,
     feature: "openvino",
@@ -79,6 +79,12 @@ pub static OPENVINO_ONNX: runtime::Engine = runtime::Engine::OnnxRuntime {
 /// OpenVINO's openvino engine: OpenVINO runtime, device CPU.
 pub static OPENVINO_OV: runtime::Engine = runtime::Engine::OpenVino {
     device: "CPU",
+    frontend: runtime::OpenVinoFrontend::Onnx,
+};
+/// OpenVINO's openvino_pytorch engine: OpenVINO runtime, device CPU, on its PyTorch frontend's conversion.
+pub static OPENVINO_OV_PYTORCH: runtime::Engine = runtime::Engine::OpenVino {
+    device: "CPU",
+    frontend: runtime::OpenVinoFrontend::Pytorch,
 };
 /// QNN: engines onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60).
 pub static QNN: runtime::PlatformDecl = runtime::PlatformDecl {

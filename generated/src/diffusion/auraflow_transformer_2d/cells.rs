@@ -191,6 +191,55 @@ pub static OPENVINO_OV: Cell = Cell::new(
             ),
         ],
     );
+/// auraflow_transformer_2d on openvino: known-issue (OpenVINO runtime, device CPU, on its PyTorch frontend's conversion).
+pub static OPENVINO_OV_PYTORCH: Cell = Cell::new(
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV_PYTORCH,
+        Planned::KnownIssue {
+            reason: "auraflow_transformer_2d on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 113 of 1024 elements outside abs … + rel … [model-specs/evidence/auraflow_transformer_2d.yaml]",
+            basis: Basis::Evidence,
+            stage: Some(Stage::Mismatch),
+        },
+    )
+    .with_check_plans(
+        &[
+            CheckPlan {
+                check: "runs",
+                planned: Planned::Run,
+            },
+            CheckPlan {
+                check: "dynamic_shapes",
+                planned: Planned::KnownIssue {
+                    reason: "auraflow_transformer_2d on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 169 of 2048 elements outside abs … + rel … [model-specs/evidence/auraflow_transformer_2d.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+            },
+        ],
+    )
+    .with_precision_checks(
+        &[
+            PrecisionCheck::new(
+                Precision::NncfInt8,
+                Planned::KnownIssue {
+                    reason: "auraflow_transformer_2d on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 169 of 2048 elements outside abs … + rel … [model-specs/evidence/auraflow_transformer_2d.yaml] (the store also holds matches_reference)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::NncfInt4,
+                Planned::KnownIssue {
+                    reason: "auraflow_transformer_2d on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 169 of 2048 elements outside abs … + rel … [model-specs/evidence/auraflow_transformer_2d.yaml] (the store also holds matches_reference)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+        ],
+    );
 /// auraflow_transformer_2d on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: Cell = Cell::new(
         &super::MODEL,

@@ -221,6 +221,36 @@ pub static OPENVINO_OV: Cell = Cell::new(
             ),
         ],
     );
+/// autoencoder_kl_allegro on openvino: not-tested (OpenVINO runtime, device CPU, on its PyTorch frontend's conversion).
+pub static OPENVINO_OV_PYTORCH: Cell = Cell::new(
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV_PYTORCH,
+        Planned::NotTested {
+            reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet",
+            stage: Stage::Reference,
+        },
+    )
+    .with_precision_checks(
+        &[
+            PrecisionCheck::new(
+                Precision::NncfInt8,
+                Planned::NotTested {
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet",
+                    stage: Stage::Reference,
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::NncfInt4,
+                Planned::NotTested {
+                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for autoencoder_kl_allegro (stage `reference`, our gap, not a fact about the model or openvino): running the tiny model: RuntimeError: NotImplementedError: Encoding without tiling has not been implemented yet",
+                    stage: Stage::Reference,
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+        ],
+    );
 /// autoencoder_kl_allegro on qnn: not-tested (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: Cell = Cell::new(
         &super::MODEL,

@@ -154,6 +154,30 @@ pub static OPENVINO_OV: Cell = Cell::new(
             ),
         ],
     );
+/// autoencoder_kl_flux2 on openvino: run (OpenVINO runtime, device CPU, on its PyTorch frontend's conversion).
+pub static OPENVINO_OV_PYTORCH: Cell = Cell::new(
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV_PYTORCH,
+        Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            PrecisionCheck::new(
+                Precision::NncfInt8,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_flux2 on openvino with openvino_pytorch: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): component decoder: output output: relative L2 error …, above … (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/autoencoder_kl_flux2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::run(
+                Precision::NncfInt4,
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+        ],
+    );
 /// autoencoder_kl_flux2 on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: Cell = Cell::new(
         &super::MODEL,

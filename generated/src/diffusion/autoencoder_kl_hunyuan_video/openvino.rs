@@ -23,3 +23,26 @@ mod ov {
         nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }
+/// autoencoder_kl_hunyuan_video on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: known-issue (autoencoder_kl_hunyuan_video on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (out-of-tolerance): output sample_output: 405 of 3840 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuan_video.yaml]).
+///
+/// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_hunyuan_video::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, gate = gate_openvino : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: autoencoder_kl_hunyuan_video on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (out-of-tolerance): output sample_output: 405 of 3840 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuan_video.yaml]"
+        : matches_reference = MatchesReference
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, gate = gate_openvino : dynamic_shapes =
+        DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: autoencoder_kl_hunyuan_video on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (out-of-tolerance): output sample_output: 405 of 3840 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuan_video.yaml]"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
+    );
+}

@@ -23,3 +23,15 @@ mod ov {
         nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }
+/// autoencoder_kl_kvae_video on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: known-issue (autoencoder_kl_kvae_video's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: TypeError: type Tensor doesn't define __trunc__ method [model-specs/evidence/autoencoder_kl_kvae_video.yaml]).
+///
+/// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_kvae_video::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: autoencoder_kl_kvae_video's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: TypeError: type Tensor doesn't define __trunc__ method [model-specs/evidence/autoencoder_kl_kvae_video.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
+    );
+}

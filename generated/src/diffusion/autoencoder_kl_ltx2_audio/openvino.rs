@@ -29,3 +29,18 @@ mod ov {
         : nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }
+/// autoencoder_kl_ltx2_audio on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: run.
+///
+/// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_ltx2_audio::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        nncf_int8_matches_reference = Precision(Precision::NncfInt8)
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "unsupported: autoencoder_kl_ltx2_audio on openvino with openvino_pytorch: nncf_int4_matches_reference does not apply (does-not-apply): NNCF could not make the nncf_int4 model: NNCF compressed no weight to int4 ({'int4': 0, 'int8': 50, 'int4_group_sizes': []}) [model-specs/evidence/autoencoder_kl_ltx2_audio.yaml]"
+        : nncf_int4_matches_reference = Precision(Precision::NncfInt4)
+    );
+}

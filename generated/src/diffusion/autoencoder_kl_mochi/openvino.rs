@@ -23,3 +23,22 @@ mod ov {
         nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }
+/// autoencoder_kl_mochi on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: run.
+///
+/// Select this cell with `cargo test -p generated diffusion::autoencoder_kl_mochi::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: autoencoder_kl_mochi on openvino with openvino_pytorch: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output sample_output: relative L2 error …, above … (nncf_int8's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/autoencoder_kl_mochi.yaml]"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8)
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: autoencoder_kl_mochi on openvino with openvino_pytorch: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output sample_output: cosine similarity … in its worst row [model-specs/evidence/autoencoder_kl_mochi.yaml]"
+        : nncf_int4_matches_reference = Precision(Precision::NncfInt4)
+    );
+}

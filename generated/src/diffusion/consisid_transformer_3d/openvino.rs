@@ -23,3 +23,27 @@ mod ov {
         nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }
+/// consisid_transformer_3d on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: known-issue (consisid_transformer_3d on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 256 of 256 elements outside abs … + rel … [model-specs/evidence/consisid_transformer_3d.yaml]).
+///
+/// Select this cell with `cargo test -p generated diffusion::consisid_transformer_3d::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, gate = gate_openvino : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: consisid_transformer_3d on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (out-of-tolerance): output sample: 256 of 256 elements outside abs … + rel … [model-specs/evidence/consisid_transformer_3d.yaml]"
+        : matches_reference = MatchesReference
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: consisid_transformer_3d on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 512 of 512 elements outside abs … + rel … [model-specs/evidence/consisid_transformer_3d.yaml]"
+        : dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: consisid_transformer_3d on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 512 of 512 elements outside abs … + rel … [model-specs/evidence/consisid_transformer_3d.yaml] (the store also holds matches_reference)"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
+    );
+}

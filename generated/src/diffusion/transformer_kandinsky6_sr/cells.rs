@@ -243,6 +243,39 @@ pub static OPENVINO_OV: Cell = Cell::new(
             ),
         ],
     );
+/// transformer_kandinsky6_sr on openvino: known-issue (OpenVINO runtime, device CPU, on its PyTorch frontend's conversion).
+pub static OPENVINO_OV_PYTORCH: Cell = Cell::new(
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV_PYTORCH,
+        Planned::KnownIssue {
+            reason: "transformer_kandinsky6_sr's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: Unsupported value kind: Tensor [model-specs/evidence/transformer_kandinsky6_sr.yaml]",
+            basis: Basis::Evidence,
+            stage: Some(Stage::Export),
+        },
+    )
+    .with_precision_checks(
+        &[
+            PrecisionCheck::new(
+                Precision::NncfInt8,
+                Planned::KnownIssue {
+                    reason: "transformer_kandinsky6_sr's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: Unsupported value kind: Tensor [model-specs/evidence/transformer_kandinsky6_sr.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::NncfInt4,
+                Planned::KnownIssue {
+                    reason: "transformer_kandinsky6_sr's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: Unsupported value kind: Tensor [model-specs/evidence/transformer_kandinsky6_sr.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+        ],
+    );
 /// transformer_kandinsky6_sr on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: Cell = Cell::new(
         &super::MODEL,

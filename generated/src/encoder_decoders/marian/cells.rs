@@ -116,6 +116,25 @@ pub static OPENVINO_OV: Cell = Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);
+/// marian on openvino: run (OpenVINO runtime, device CPU, on its PyTorch frontend's conversion).
+pub static OPENVINO_OV_PYTORCH: Cell = Cell::new(
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV_PYTORCH,
+        Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            PrecisionCheck::run(
+                Precision::NncfInt8,
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::run(
+                Precision::NncfInt4,
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+        ],
+    );
 /// marian on qnn: run (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: Cell = Cell::new(
         &super::MODEL,

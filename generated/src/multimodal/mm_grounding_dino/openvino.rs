@@ -25,3 +25,27 @@ mod ov {
         nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }
+/// mm-grounding-dino on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: known-issue (mm-grounding-dino on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 61 of 64 elements outside abs … + rel … [model-specs/evidence/mm-grounding-dino.yaml]).
+///
+/// Select this cell with `cargo test -p generated multimodal::mm_grounding_dino::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, gate = gate_openvino : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: mm-grounding-dino on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 61 of 64 elements outside abs … + rel … [model-specs/evidence/mm-grounding-dino.yaml]"
+        : matches_reference = MatchesReference
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: mm-grounding-dino on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 124 of 128 elements outside abs … + rel … [model-specs/evidence/mm-grounding-dino.yaml]"
+        : dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: mm-grounding-dino on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 124 of 128 elements outside abs … + rel … [model-specs/evidence/mm-grounding-dino.yaml] (the store also holds matches_reference)"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
+    );
+}

@@ -23,3 +23,15 @@ mod ov {
         nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }
+/// nemotron_asr_streaming on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: known-issue (nemotron_asr_streaming's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at [model-specs/evidence/nemotron_asr_streaming.yaml]).
+///
+/// Select this cell with `cargo test -p generated speech_text::nemotron_asr_streaming::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: nemotron_asr_streaming's TorchScript trace: torchscript_export failed: the model with the standard tool (export-failed): RuntimeError: torch.jit.trace: RuntimeError: unordered_map::at [model-specs/evidence/nemotron_asr_streaming.yaml]"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
+    );
+}

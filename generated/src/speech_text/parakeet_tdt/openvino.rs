@@ -51,3 +51,29 @@ mod ov {
         nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }
+/// parakeet_tdt on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: known-issue (parakeet_tdt on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, last_hidden_state_1=4, last_hidden_state_2=32) [model-specs/evidence/parakeet_tdt.yaml] (the store also holds runs)).
+///
+/// Select this cell with `cargo test -p generated speech_text::parakeet_tdt::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: parakeet_tdt on openvino with openvino_pytorch: runs failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, last_hidden_state_1=4, last_hidden_state_2=32) [model-specs/evidence/parakeet_tdt.yaml]"
+        : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: parakeet_tdt on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 4, 32] (batch=1, last_hidden_state_1=4, last_hidden_state_2=32) [model-specs/evidence/parakeet_tdt.yaml]"
+        : matches_reference = MatchesReference
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: parakeet_tdt on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 4, 32] (batch=2, last_hidden_state_1=4, last_hidden_state_2=32) [model-specs/evidence/parakeet_tdt.yaml]"
+        : dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: parakeet_tdt on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [2, 4, 32] (batch=2, last_hidden_state_1=4, last_hidden_state_2=32) [model-specs/evidence/parakeet_tdt.yaml] (the store also holds matches_reference, runs)"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
+    );
+}

@@ -146,6 +146,30 @@ pub static OPENVINO_OV: Cell = Cell::new(
             ),
         ],
     );
+/// efficientloftr on openvino: run (OpenVINO runtime, device CPU, on its PyTorch frontend's conversion).
+pub static OPENVINO_OV_PYTORCH: Cell = Cell::new(
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV_PYTORCH,
+        Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            PrecisionCheck::run(
+                Precision::NncfInt8,
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::NncfInt4,
+                Planned::KnownIssue {
+                    reason: "efficientloftr on openvino with openvino_pytorch: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output feature_maps_0: cosine similarity … in its worst row [model-specs/evidence/efficientloftr.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+        ],
+    );
 /// efficientloftr on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: Cell = Cell::new(
         &super::MODEL,

@@ -51,3 +51,29 @@ mod ov {
         nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }
+/// efficientnet on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: known-issue (efficientnet on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 1280, 0, 0], expected [1, 1280, 8, 8] (batch=1, last_hidden_state_1=1280, last_hidden_state_2=8, last_hidden_state_3=8) [model-specs/evidence/efficientnet.yaml] (the store also holds runs)).
+///
+/// Select this cell with `cargo test -p generated vision::efficientnet::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: efficientnet on openvino with openvino_pytorch: runs failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 1280, 0, 0], expected [1, 1280, 8, 8] (batch=1, last_hidden_state_1=1280, last_hidden_state_2=8, last_hidden_state_3=8) [model-specs/evidence/efficientnet.yaml]"
+        : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: efficientnet on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 1280, 0, 0], expected [1, 1280, 8, 8] (batch=1, last_hidden_state_1=1280, last_hidden_state_2=8, last_hidden_state_3=8) [model-specs/evidence/efficientnet.yaml]"
+        : matches_reference = MatchesReference
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: efficientnet on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 1280, 0, 0], expected [2, 1280, 8, 8] (batch=2, last_hidden_state_1=1280, last_hidden_state_2=8, last_hidden_state_3=8) [model-specs/evidence/efficientnet.yaml]"
+        : dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: efficientnet on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (output-mismatch): output last_hidden_state has shape [0, 1280, 0, 0], expected [2, 1280, 8, 8] (batch=2, last_hidden_state_1=1280, last_hidden_state_2=8, last_hidden_state_3=8) [model-specs/evidence/efficientnet.yaml] (the store also holds matches_reference, runs)"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
+    );
+}

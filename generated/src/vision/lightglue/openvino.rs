@@ -23,3 +23,27 @@ mod ov {
         nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }
+/// lightglue on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: known-issue (lightglue on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (out-of-tolerance): output keypoints: 710 of 1024 elements outside abs … + rel … [model-specs/evidence/lightglue.yaml]).
+///
+/// Select this cell with `cargo test -p generated vision::lightglue::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, gate = gate_openvino : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: lightglue on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (out-of-tolerance): output keypoints: 710 of 1024 elements outside abs … + rel … [model-specs/evidence/lightglue.yaml]"
+        : matches_reference = MatchesReference
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: lightglue on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (output-mismatch): output keypoints has shape [0, 2, 0, 2], expected [2, 2, 256, 2] (batch=2, keypoints_1=2, keypoints_2=256, keypoints_3=2) [model-specs/evidence/lightglue.yaml]"
+        : dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: lightglue on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (output-mismatch): output keypoints has shape [0, 2, 0, 2], expected [2, 2, 256, 2] (batch=2, keypoints_1=2, keypoints_2=256, keypoints_3=2) [model-specs/evidence/lightglue.yaml] (the store also holds matches_reference)"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
+    );
+}

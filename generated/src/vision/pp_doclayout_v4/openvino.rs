@@ -44,3 +44,22 @@ mod ov {
         : nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }
+/// pp_doclayout_v4 on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: run.
+///
+/// Select this cell with `cargo test -p generated vision::pp_doclayout_v4::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: pp_doclayout_v4 on openvino with openvino_pytorch: nncf_int8_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/pp_doclayout_v4.yaml]"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8)
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: pp_doclayout_v4 on openvino with openvino_pytorch: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/pp_doclayout_v4.yaml]"
+        : nncf_int4_matches_reference = Precision(Precision::NncfInt4)
+    );
+}

@@ -25,3 +25,14 @@ mod ov {
         nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }
+/// pvt_v2 on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: run.
+///
+/// Select this cell with `cargo test -p generated vision::pvt_v2::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
+    );
+}

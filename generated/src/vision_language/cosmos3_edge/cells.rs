@@ -229,6 +229,55 @@ pub static OPENVINO_OV: Cell = Cell::new(
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);
+/// cosmos3_edge on openvino: known-issue (OpenVINO runtime, device CPU, on its PyTorch frontend's conversion).
+pub static OPENVINO_OV_PYTORCH: Cell = Cell::new(
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV_PYTORCH,
+        Planned::KnownIssue {
+            reason: "cosmos3_edge on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 252 of 384 elements outside abs … + rel … [model-specs/evidence/cosmos3_edge.yaml]",
+            basis: Basis::Evidence,
+            stage: Some(Stage::Mismatch),
+        },
+    )
+    .with_check_plans(
+        &[
+            CheckPlan {
+                check: "runs",
+                planned: Planned::Run,
+            },
+            CheckPlan {
+                check: "dynamic_shapes",
+                planned: Planned::KnownIssue {
+                    reason: "cosmos3_edge on openvino with openvino_pytorch: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32) [model-specs/evidence/cosmos3_edge.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+            },
+        ],
+    )
+    .with_precision_checks(
+        &[
+            PrecisionCheck::new(
+                Precision::NncfInt8,
+                Planned::KnownIssue {
+                    reason: "cosmos3_edge on openvino with openvino_pytorch: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32) [model-specs/evidence/cosmos3_edge.yaml] (the store also holds matches_reference)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::NncfInt4,
+                Planned::KnownIssue {
+                    reason: "cosmos3_edge on openvino with openvino_pytorch: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32) [model-specs/evidence/cosmos3_edge.yaml] (the store also holds matches_reference)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+        ],
+    );
 /// cosmos3_edge on qnn: known-issue (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: Cell = Cell::new(
         &super::MODEL,

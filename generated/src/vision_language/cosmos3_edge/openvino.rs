@@ -45,3 +45,27 @@ mod ov {
         super::super::cells::OPENVINO_OV, gate = gate_openvino : generates = Generates
     );
 }
+/// cosmos3_edge on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: known-issue (cosmos3_edge on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 252 of 384 elements outside abs … + rel … [model-specs/evidence/cosmos3_edge.yaml]).
+///
+/// Select this cell with `cargo test -p generated vision_language::cosmos3_edge::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, gate = gate_openvino : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: cosmos3_edge on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 252 of 384 elements outside abs … + rel … [model-specs/evidence/cosmos3_edge.yaml]"
+        : matches_reference = MatchesReference
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: cosmos3_edge on openvino with openvino_pytorch: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32) [model-specs/evidence/cosmos3_edge.yaml]"
+        : dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: cosmos3_edge on openvino with openvino_pytorch: dynamic_shapes failed: the model with the standard tool (output-mismatch): output last_hidden_state has shape [0, 0, 32], expected [1, 17, 32] (batch=1, sequence=17, hidden=32) [model-specs/evidence/cosmos3_edge.yaml] (the store also holds matches_reference)"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
+    );
+}

@@ -28,3 +28,18 @@ mod ov {
         super::super::cells::OPENVINO_OV, gate = gate_openvino : generates = Generates
     );
 }
+/// gemma4 on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: run.
+///
+/// Select this cell with `cargo test -p generated vision_language::gemma4::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
+        nncf_int8_matches_reference = Precision(Precision::NncfInt8)
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: gemma4 on openvino with openvino_pytorch: nncf_int4_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/gemma4.yaml]"
+        : nncf_int4_matches_reference = Precision(Precision::NncfInt4)
+    );
+}

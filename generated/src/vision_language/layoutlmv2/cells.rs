@@ -221,6 +221,36 @@ pub static OPENVINO_OV: Cell = Cell::new(
             ),
         ],
     );
+/// layoutlmv2 on openvino: not-tested (OpenVINO runtime, device CPU, on its PyTorch frontend's conversion).
+pub static OPENVINO_OV_PYTORCH: Cell = Cell::new(
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV_PYTORCH,
+        Planned::NotTested {
+            reason: "not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment",
+            stage: Stage::Reference,
+        },
+    )
+    .with_precision_checks(
+        &[
+            PrecisionCheck::new(
+                Precision::NncfInt8,
+                Planned::NotTested {
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment",
+                    stage: Stage::Reference,
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::NncfInt4,
+                Planned::NotTested {
+                    reason: "not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment",
+                    stage: Stage::Reference,
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+        ],
+    );
 /// layoutlmv2 on qnn: not-tested (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: Cell = Cell::new(
         &super::MODEL,

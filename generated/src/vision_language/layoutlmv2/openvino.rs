@@ -23,3 +23,15 @@ mod ov {
         nncf_int4_matches_reference = Precision(Precision::NncfInt4)
     );
 }
+/// layoutlmv2 on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: not-tested (not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment).
+///
+/// Select this cell with `cargo test -p generated vision_language::layoutlmv2::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "not tested: this environment could not build and run the tiny PyTorch model for layoutlmv2 (stage `reference`: a library the model needs is not installed here, not a fact about the model or openvino): running the tiny model: ImportError: LayoutLMv2Model requires the detectron2 library but it was not found in your environment"
+        : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
+        DynamicShapes, nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
+    );
+}

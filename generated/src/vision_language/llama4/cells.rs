@@ -206,6 +206,29 @@ pub static OPENVINO_OV: Cell = Cell::new(
             stage: Some(Stage::Export),
         },
     );
+/// llama4 on openvino: run (OpenVINO runtime, device CPU, on its PyTorch frontend's conversion).
+pub static OPENVINO_OV_PYTORCH: Cell = Cell::new(
+        &super::MODEL,
+        &crate::platforms::OPENVINO,
+        &crate::platforms::OPENVINO_OV_PYTORCH,
+        Planned::Run,
+    )
+    .with_precision_checks(
+        &[
+            PrecisionCheck::run(
+                Precision::NncfInt8,
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
+            PrecisionCheck::new(
+                Precision::NncfInt4,
+                Planned::Unsupported {
+                    reason: "llama4 on openvino with openvino_pytorch: nncf_int4_matches_reference does not apply (does-not-apply): component embed: NNCF could not make the nncf_int4 model: NNCF compressed no weight to int4 ({'int4': 0, 'int8': 1, 'int4_group_sizes': []}) [model-specs/evidence/llama4.yaml]",
+                    basis: Basis::Evidence,
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
+        ],
+    );
 /// llama4 on qnn: not-tested (onnxruntime, QNNExecutionProvider (backend_type=htp, enable_htp_fp16_precision=1, offload_graph_io_quantization=0, soc_model=60)).
 pub static QNN_ONNX: Cell = Cell::new(
         &super::MODEL,

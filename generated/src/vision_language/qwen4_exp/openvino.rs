@@ -51,3 +51,19 @@ mod ov {
         : generates = Generates
     );
 }
+/// qwen4_exp on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: run.
+///
+/// Select this cell with `cargo test -p generated vision_language::qwen4_exp::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, gate = gate_openvino : runs = Runs,
+        matches_reference = MatchesReference
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: qwen4_exp on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (out-of-tolerance): component language: output last_hidden_state: 158 of 544 elements outside abs … + rel … [model-specs/evidence/qwen4_exp.yaml]"
+        : dynamic_shapes = DynamicShapes, nncf_int8_matches_reference =
+        Precision(Precision::NncfInt8), nncf_int4_matches_reference =
+        Precision(Precision::NncfInt4)
+    );
+}

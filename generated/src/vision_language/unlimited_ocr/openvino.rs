@@ -35,3 +35,29 @@ mod ov {
         : generates = Generates
     );
 }
+/// unlimited_ocr on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: known-issue (unlimited_ocr on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (export-failed): OpenVINO's PyTorch frontend could not make the float32 model: RuntimeError: no TorchScript trace of the module to convert: torch.jit.trace failed… [model-specs/evidence/unlimited_ocr.yaml] (the store also holds runs)).
+///
+/// Select this cell with `cargo test -p generated vision_language::unlimited_ocr::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: unlimited_ocr on openvino with openvino_pytorch: runs failed: the engine or its provider (export-failed): OpenVINO's PyTorch frontend could not make the float32 model: RuntimeError: no TorchScript trace of the module to convert: torch.jit.trace failed… [model-specs/evidence/unlimited_ocr.yaml]"
+        : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: unlimited_ocr on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (export-failed): OpenVINO's PyTorch frontend could not make the float32 model: RuntimeError: no TorchScript trace of the module to convert: torch.jit.trace failed… [model-specs/evidence/unlimited_ocr.yaml]"
+        : matches_reference = MatchesReference
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: unlimited_ocr on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (export-failed): OpenVINO's PyTorch frontend could not make the float32 model: RuntimeError: no TorchScript trace of the module to convert: torch.jit.trace failed… [model-specs/evidence/unlimited_ocr.yaml]"
+        : dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: unlimited_ocr on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (export-failed): OpenVINO's PyTorch frontend could not make the float32 model: RuntimeError: no TorchScript trace of the module to convert: torch.jit.trace failed… [model-specs/evidence/unlimited_ocr.yaml] (the store also holds matches_reference, runs)"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
+    );
+}

@@ -53,3 +53,27 @@ mod ov {
         super::super::cells::OPENVINO_OV, gate = gate_openvino : generates = Generates
     );
 }
+/// video_llama_3 on openvino with OpenVINO runtime, device CPU, on its PyTorch frontend's conversion: known-issue (video_llama_3 on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 10 of 384 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml]).
+///
+/// Select this cell with `cargo test -p generated vision_language::video_llama_3::openvino::ov_pytorch::`.
+mod ov_pytorch {
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, gate = gate_openvino : runs = Runs
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: video_llama_3 on openvino with openvino_pytorch: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 10 of 384 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml]"
+        : matches_reference = MatchesReference
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: video_llama_3 on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 125 of 544 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml]"
+        : dynamic_shapes = DynamicShapes
+    );
+    runtime::checks!(
+        super::super::cells::OPENVINO_OV_PYTORCH, ignore =
+        "known issue: video_llama_3 on openvino with openvino_pytorch: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 125 of 544 elements outside abs … + rel … [model-specs/evidence/video_llama_3.yaml] (the store also holds matches_reference)"
+        : nncf_int8_matches_reference = Precision(Precision::NncfInt8),
+        nncf_int4_matches_reference = Precision(Precision::NncfInt4)
+    );
+}
