@@ -228,7 +228,7 @@ for c in having("openvino", "matches_reference") or sys.exit("error: no openvino
     print(f"SmolLM2-135M-Instruct float32 on openvino ({c['engine']}) {c['status']}")
 # Every format judged by the users' metrics: next token (the cells), greedy run and perplexity.
 decoded = {r["format"] for r in row["decoding"]["results"]} if "results" in row.get("decoding", {}) else set()
-for precision in ["fp16", "int8", "int8_avx2", "q4", "q4f16", "qdq8", "bnb4", "q2", "nncf_int8", "nncf_int4"]:
+for precision in ["fp16", "int8", "int8_avx2", "q4", "q4f16", "qdq8", "bnb4", "q2", "q2f16", "nncf_int8", "nncf_int4"]:
     if precision not in decoded:
         sys.exit(f"error: the row has no greedy generation of SmolLM2-135M-Instruct's {precision}: {row.get('decoding')}")
     platform = "openvino" if precision.startswith("nncf") else "cpu"

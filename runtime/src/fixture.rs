@@ -346,7 +346,11 @@ impl Fixture {
             Precision::Q4 => &self.meta.q4,
             Precision::Q4f16 => &self.meta.q4f16,
             Precision::Qdq8 => &self.meta.qdq8,
-            Precision::NncfInt8 | Precision::NncfInt4 | Precision::Bnb4 | Precision::Q2 => {
+            Precision::NncfInt8
+            | Precision::NncfInt4
+            | Precision::Bnb4
+            | Precision::Q2
+            | Precision::Q2f16 => {
                 unreachable!("read from its script's record above")
             }
         };
@@ -808,6 +812,7 @@ mod tests {
             "key": "tjs-script", "fixture_key": "k1", "versions": {"onnxruntime": "1.31.1"},
             "bnb4": {"file": "model.bnb4.onnx"},
             "q2": {"error": "RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul"},
+            "q2f16": {"error": "RuntimeError: no q2 model to convert: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul"},
         });
         std::fs::write(
             dir.join(crate::paths::TRANSFORMERSJS_RECORD),
@@ -827,6 +832,9 @@ mod tests {
             "{}",
             q2.message
         );
+        // q2f16 is converted from q2: where q2 had nothing to quantize, neither has it.
+        let q2f16 = fixture.model_precision(Precision::Q2f16).unwrap_err();
+        assert_eq!(q2f16.kind, ErrorKind::DoesNotApply, "{}", q2f16.message);
 
         // OpenVINO's PyTorch frontend: its conversion's error is the converter's, whole, and
         // NNCF's formats of a model it did not make say why; an ONNX format is not its.

@@ -51,17 +51,22 @@ class TransformersJsFormats(unittest.TestCase):
         x = np.random.default_rng(1).standard_normal((2, 64)).astype(np.float32)
         run = lambda name: ort.InferenceSession(str(fixture / name), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
         reference = run("model.onnx")
-        for name, op in (("bnb4", "MatMulBnb4"), ("q2", "MatMulNBits")):
+        for name, op in (("bnb4", "MatMulBnb4"), ("q2", "MatMulNBits"), ("q2f16", "MatMulNBits")):
             self.assertEqual(record[name]["file"], f"model.{name}.onnx", record[name])
             ops = {n.op_type for n in onnx.load(str(fixture / record[name]["file"])).graph.node}
             self.assertIn(op, ops)
+            if name == "q2f16":
+                # float16 inside, float32 at the edges (keep_io_types): Casts at the inputs.
+                self.assertIn("Cast", ops)
             got = run(record[name]["file"])
             cosine = float((got * reference).sum() / np.linalg.norm(got) / np.linalg.norm(reference))
             self.assertGreater(cosine, 0.8, name)
 
     def test_a_graph_without_matmul_weights_gets_the_quantizers_error(self):
         fixture, record = self.run_script(with_weight=False)
-        for name in ("bnb4", "q2"):
+        # q2f16 converts q2, so it gives q2's reason (which the runtime reads as does-not-apply).
+        self.assertIn("no q2 model to convert", record["q2f16"]["error"])
+        for name in ("bnb4", "q2", "q2f16"):
             self.assertIn("quantized no node", record[name]["error"])
             self.assertFalse((fixture / f"model.{name}.onnx").exists())
 

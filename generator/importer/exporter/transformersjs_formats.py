@@ -1,5 +1,6 @@
 """The formats transformers.js ships that export.py does not make: bnb4 (4-bit NormalFloat
-weights, ONNX Runtime's MatMulBnb4) and q2 (2-bit weights, MatMulNBits with bits 2).
+weights, ONNX Runtime's MatMulBnb4), q2 (2-bit weights, MatMulNBits with bits 2) and q2f16
+(q2 with float16 activations).
 
 Runs in the exporter's venv (onnxruntime's quantization tools): `gen fixtures` calls it after
 the export, with the fixtures whose formats are missing or were made by another version of this
@@ -9,14 +10,16 @@ fixture's export.
     python transformersjs_formats.py JOBS.json
 
 JOBS.json: {"key": "...", "dirs": ["<fixture>", ...]}. For each fixture it quantizes model.onnx
-and writes `model.bnb4.onnx` and `model.q2.onnx` beside it, and `transformersjs.json`: how each
+and writes `model.bnb4.onnx`, `model.q2.onnx` and `model.q2f16.onnx` beside it, and `transformersjs.json`: how each
 was made, or the quantizer's whole error. One JSON line per fixture goes to standard output
 (progress); the libraries' own logging goes to standard error.
 
 The settings are those of transformers.js's conversion (its scripts/quantize.py, v3): bnb4 is
 `MatMulBnb4Quantizer` with NF4 in blocks of 64; q2, which its version 4 added, is q4's
-`MatMulNBitsQuantizer` (blocks of 32, symmetric) with 2 bits. q1 and q1f16 have no ONNX
-Runtime quantizer to make them (MatMulNBits takes 2, 4 or 8 bits), so none is made.
+`MatMulNBitsQuantizer` (blocks of 32, symmetric) with 2 bits; q2f16 is q2 through the float16
+converter with float32 inputs and outputs kept, as export.py makes q4f16 from q4 (and
+transformers.js its `<bits>f16` formats). q1 and q1f16 have no ONNX Runtime quantizer to make
+them (MatMulNBits takes 2, 4 or 8 bits), so none is made.
 """
 
 from __future__ import annotations
@@ -66,7 +69,31 @@ def q2(model):
     return quantized(quantizer.model.model, "MatMulNBits", "MatMulNBitsQuantizer"), method
 
 
-FORMATS = {"bnb4": bnb4, "q2": q2}
+def q2f16(fixture: Path, record: dict):
+    """q2's graph (made just before) converted to float16, inputs and outputs kept float32.
+    Without a q2 model it gives q2's own error, so a graph q2 had nothing to quantize in has
+    no q2f16 for the same reason."""
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    if "error" in record["q2"]:
+        raise RuntimeError(f"no q2 model to convert: {record['q2']['error']}")
+    method = "model.q2.onnx through onnxruntime.transformers.float16.convert_float_to_float16, keep_io_types"
+    return convert_float_to_float16(onnx.load(str(fixture / "model.q2.onnx")), keep_io_types=True), method
+
+
+def from_float32(make):
+    """A format a quantizer makes from model.onnx (each quantizer changes the model it is
+    given: a fresh copy each)."""
+    def made(fixture: Path, _record: dict):
+        import onnx
+
+        return make(onnx.load(str(fixture / "model.onnx")))
+    return made
+
+
+# In order: q2f16 converts the q2 model written before it.
+FORMATS = {"bnb4": from_float32(bnb4), "q2": from_float32(q2), "q2f16": q2f16}
 
 
 def main() -> int:
@@ -85,8 +112,7 @@ def main() -> int:
             path = fixture / f"model.{name}.onnx"
             path.unlink(missing_ok=True)
             try:
-                # Each quantizer changes the model it is given: a fresh copy each.
-                model, method = make(onnx.load(str(fixture / "model.onnx")))
+                model, method = make(fixture, record)
                 onnx.save(model, str(path))
                 record[name] = {"file": path.name, "method": method, "bytes": path.stat().st_size}
             except Exception as e:  # noqa: BLE001 - the record keeps the quantizer's whole error

@@ -4,11 +4,12 @@
 //! - NNCF's weight formats (OpenVINO IR with int8 or int4 weights, as optimum-intel ships
 //!   them), for the openvino platform's OpenVINO-runtime engine, by nncf_variants.py in
 //!   OpenVINO's own venv (openvino and nncf; the exporter's venv has neither);
-//! - transformers.js's formats export.py does not make (bnb4, q2), by
+//! - transformers.js's formats export.py does not make (bnb4, q2, q2f16), by
 //!   transformersjs_formats.py in the exporter's venv (onnxruntime's quantizers);
 //! - OpenVINO's own conversion of the fixture's PyTorch module (its PyTorch frontend, as
 //!   optimum-intel converts a model) and NNCF's formats of that IR, by openvino_pytorch.py
-//!   in OpenVINO's venv with the exporter venv's torch.
+//!   in OpenVINO's venv with the exporter venv's torch; on fixtures of optimum's graph,
+//!   optimum-intel's conversion of the saved tiny model, in optimum-intel's venv.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -49,7 +50,7 @@ pub const NNCF: Maker = Maker {
     needs_torch: false,
 };
 
-/// transformers.js's bnb4 and q2, in the exporter's venv.
+/// transformers.js's bnb4, q2 and q2f16, in the exporter's venv.
 pub const TRANSFORMERS_JS: Maker = Maker {
     progress: "transformers.js formats made",
     script: "transformersjs_formats.py",

@@ -25,7 +25,7 @@ pub struct Summary {
     /// OpenVINO's PyTorch frontend's conversions of the traced fixtures, with NNCF's formats
     /// of them (None: not asked for, with `nncf`).
     pub openvino_pytorch: Option<crate::after_export::Summary>,
-    /// transformers.js's formats export.py does not make (bnb4, q2).
+    /// transformers.js's formats export.py does not make (bnb4, q2, q2f16).
     pub transformersjs: crate::after_export::Summary,
     /// Fixtures whose content.json was (re)written.
     pub content_taken: usize,

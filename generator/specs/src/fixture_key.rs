@@ -26,7 +26,7 @@ pub const GENERATION_SOURCE: &[u8] = include_bytes!("../../importer/exporter/gen
 pub const NNCF_SOURCE: &[u8] = include_bytes!("../../importer/exporter/nncf_variants.py");
 pub const NNCF_REQUIREMENTS: &[u8] =
     include_bytes!("../../importer/exporter/requirements-openvino-runtime.txt");
-/// The script that makes transformers.js's formats export.py does not (bnb4, q2) beside a
+/// The script that makes transformers.js's formats export.py does not (bnb4, q2, q2f16) beside a
 /// fixture, in the exporter's venv: their key (the script and the exporter's requirements)
 /// is in each fixture's `transformersjs.json`.
 pub const TRANSFORMERSJS_SOURCE: &[u8] =

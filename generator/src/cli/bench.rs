@@ -48,7 +48,7 @@ pub struct Args {
     /// Skip the Python onnxruntime comparison
     #[arg(long)]
     no_python: bool,
-    /// Benchmark a precision variant's graph (fp16, int8, q4, q4f16, qdq8, bnb4, q2) instead of float32's
+    /// Benchmark a precision variant's graph (fp16, int8, q4, q4f16, qdq8, bnb4, q2, q2f16) instead of float32's
     #[arg(long, value_name = "FORMAT")]
     precision: Option<String>,
 }

@@ -33,7 +33,7 @@ writes nothing.
 
 Then, with a line of progress per step: the fixtures are exported from the
 checkpoint by the same recipe as the tiny ones (every format: fp16, int8, q4,
-q4f16, qdq8, transformers.js's bnb4 and q2, and NNCF's int8 and int4 where
+q4f16, qdq8, transformers.js's bnb4, q2 and q2f16, and NNCF's int8 and int4 where
 OpenVINO is installed), each
 format's memory is computed from the config, and the architecture's cells run
 on every usable platform (`gen doctor`), ignored ones included: on trained

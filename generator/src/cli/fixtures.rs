@@ -128,7 +128,7 @@ pub fn run(
     if made.made + made.failed.len() > 0 {
         let _ = writeln!(
             out,
-            "transformers.js formats (bnb4, q2) of the exported fixtures: {} made, {} cached, {} failed",
+            "transformers.js formats (bnb4, q2, q2f16) of the exported fixtures: {} made, {} cached, {} failed",
             made.made,
             made.cached,
             made.failed.len()

@@ -87,7 +87,7 @@ pub struct Cli {
 pub enum Command {
     /// List models, categories and platforms, with cell status counts (or, with --test-paths, each model's test module)
     List(list::Args),
-    /// Build fixtures (ONNX model, its formats, reference inputs/outputs) with the Python exporter, then the formats made after the export (transformers.js's bnb4 and q2; NNCF's where OpenVINO is installed); cached
+    /// Build fixtures (ONNX model, its formats, reference inputs/outputs) with the Python exporter, then the formats made after the export (transformers.js's bnb4, q2 and q2f16; NNCF's where OpenVINO is installed); cached
     Fixtures(fixtures::Args),
     /// Write one spec per architecture of transformers' base-model registry (see --help)
     #[command(long_about = derive::ABOUT)]

@@ -45,7 +45,7 @@ pub enum CheckId {
 
 impl CheckId {
     /// Every check, in the order reports list them.
-    pub const ALL: [CheckId; 22] = [
+    pub const ALL: [CheckId; 23] = [
         CheckId::Export,
         CheckId::TorchscriptExport,
         CheckId::GenerationExport,
@@ -62,6 +62,7 @@ impl CheckId {
         CheckId::Precision(Precision::NncfInt4),
         CheckId::Precision(Precision::Bnb4),
         CheckId::Precision(Precision::Q2),
+        CheckId::Precision(Precision::Q2f16),
         CheckId::Generates,
         CheckId::Quantization(QuantScheme::Fp16),
         CheckId::Quantization(QuantScheme::Int8),
@@ -104,6 +105,7 @@ impl CheckId {
                 Precision::NncfInt4 => "nncf_int4_matches_reference",
                 Precision::Bnb4 => "bnb4_matches_reference",
                 Precision::Q2 => "q2_matches_reference",
+                Precision::Q2f16 => "q2f16_matches_reference",
             },
             CheckId::Generates => "generates",
             CheckId::Quantization(scheme) => match scheme {

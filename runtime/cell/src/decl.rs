@@ -514,10 +514,13 @@ pub enum Precision {
     /// 2-bit weights in blocks of 32 (`MatMulNBitsQuantizer` with bits 2, symmetric):
     /// transformers.js's q2 (its version 4). Made with bnb4.
     Q2,
+    /// q2 converted to float16 activations, float32 inputs and outputs (as q4f16 is q4):
+    /// transformers.js's q2f16. Made with bnb4, from q2.
+    Q2f16,
 }
 
 impl Precision {
-    pub const ALL: [Precision; 10] = [
+    pub const ALL: [Precision; 11] = [
         Precision::Fp16,
         Precision::Int8,
         Precision::Int8Avx2,
@@ -528,6 +531,7 @@ impl Precision {
         Precision::NncfInt4,
         Precision::Bnb4,
         Precision::Q2,
+        Precision::Q2f16,
     ];
 
     pub fn name(self) -> &'static str {
@@ -542,6 +546,7 @@ impl Precision {
             Precision::NncfInt4 => "nncf_int4",
             Precision::Bnb4 => "bnb4",
             Precision::Q2 => "q2",
+            Precision::Q2f16 => "q2f16",
         }
     }
 
@@ -563,6 +568,7 @@ impl Precision {
             Precision::NncfInt4 => "model.nncf_int4.xml",
             Precision::Bnb4 => "model.bnb4.onnx",
             Precision::Q2 => "model.q2.onnx",
+            Precision::Q2f16 => "model.q2f16.onnx",
         }
     }
 
@@ -578,7 +584,7 @@ impl Precision {
     pub fn made_after_export(self) -> Option<(&'static str, &'static str)> {
         match self {
             Precision::NncfInt8 | Precision::NncfInt4 => Some((crate::paths::NNCF_RECORD, "NNCF")),
-            Precision::Bnb4 | Precision::Q2 => Some((
+            Precision::Bnb4 | Precision::Q2 | Precision::Q2f16 => Some((
                 crate::paths::TRANSFORMERSJS_RECORD,
                 "ONNX Runtime's quantizer",
             )),

@@ -24,7 +24,7 @@ pub fn cache_dir() -> PathBuf {
 /// format, from which export.
 pub const NNCF_RECORD: &str = "nncf.json";
 
-/// The file transformersjs_formats.py writes beside a fixture: how it made bnb4 and q2, from
+/// The file transformersjs_formats.py writes beside a fixture: how it made bnb4, q2 and q2f16, from
 /// which export.
 pub const TRANSFORMERSJS_RECORD: &str = "transformersjs.json";
 

@@ -55,6 +55,10 @@ mod native {
         "known issue: auraflow_transformer_2d on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output sample: cosine similarity … in its worst row [model-specs/evidence/auraflow_transformer_2d.yaml]"
         : q2_matches_reference = Precision(Precision::Q2)
     );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
+        = Precision(Precision::Q2f16)
+    );
 }
 /// auraflow_transformer_2d on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
 ///

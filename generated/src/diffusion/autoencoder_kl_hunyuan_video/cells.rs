@@ -444,6 +444,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs … +… [model-specs/evidence/autoencoder_kl_hunyuan_video.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// autoencoder_kl_hunyuan_video on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).

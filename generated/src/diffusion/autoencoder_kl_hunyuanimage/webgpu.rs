@@ -40,6 +40,10 @@ mod native {
         "unsupported: autoencoder_kl_hunyuanimage on webgpu with onnxruntime: q2_matches_reference does not apply (does-not-apply): ONNX Runtime's quantizer could not make the q2 model: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph has no MatMul with a constant 2-D weight… [model-specs/evidence/autoencoder_kl_hunyuanimage.yaml]"
         : q2_matches_reference = Precision(Precision::Q2)
     );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
+        = Precision(Precision::Q2f16)
+    );
 }
 /// autoencoder_kl_hunyuanimage on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
 ///

@@ -368,6 +368,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::KnownIssue {
+                    reason: "autoencoder_oobleck on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 96 of 96 elements outside abs … + rel … [model-specs/evidence/autoencoder_oobleck.yaml] (the store also holds matches_reference)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// autoencoder_oobleck on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).

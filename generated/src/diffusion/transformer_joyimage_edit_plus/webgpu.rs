@@ -38,7 +38,8 @@ mod native {
         : dynamic_shapes = DynamicShapes, fp16_matches_reference =
         Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
         q4f16_matches_reference = Precision(Precision::Q4f16), bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2),
+        q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// transformer_joyimage_edit_plus on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested here: transformer_joyimage_edit_plus on webgpu with firefox: matches_reference failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/transformer_joyimage_edit_plus.yaml] (the store also holds runs)).

@@ -24,7 +24,8 @@ mod native {
         DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
         q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
         Precision(Precision::Q4f16), bnb4_matches_reference = Precision(Precision::Bnb4),
-        q2_matches_reference = Precision(Precision::Q2)
+        q2_matches_reference = Precision(Precision::Q2), q2f16_matches_reference =
+        Precision(Precision::Q2f16)
     );
 }
 /// transformer_minimax_h3 on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_minimax_h3 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: MiniMaxH3Transformer3DModel.forward() missing 8 required positional arguments: 'audio_hidden_states'…).

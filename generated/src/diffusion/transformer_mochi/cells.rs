@@ -520,6 +520,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::KnownIssue {
+                    reason: "transformer_mochi on webgpu with onnxruntime: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample: 2041 of 4096 elements outside abs … + rel … [model-specs/evidence/transformer_mochi.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_mochi on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

@@ -24,7 +24,8 @@ mod native {
         DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
         q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
         Precision(Precision::Q4f16), bnb4_matches_reference = Precision(Precision::Bnb4),
-        q2_matches_reference = Precision(Precision::Q2)
+        q2_matches_reference = Precision(Precision::Q2), q2f16_matches_reference =
+        Precision(Precision::Q2f16)
     );
 }
 /// transformer_omnigen on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: 'NoneType' object is not subscriptable).

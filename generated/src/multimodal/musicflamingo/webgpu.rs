@@ -45,6 +45,10 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
+        = Precision(Precision::Q2f16)
+    );
+    runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, ignore =
         "not tested here: musicflamingo's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): AttributeError: 'MusicFlamingoCausalLMOutputWithPast' object has no attribute 'last_hidden_state' [model-specs/evidence/musicflamingo.yaml]"
         : generates = Generates

@@ -24,7 +24,8 @@ mod native {
         DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
         q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
         Precision(Precision::Q4f16), bnb4_matches_reference = Precision(Precision::Bnb4),
-        q2_matches_reference = Precision(Precision::Q2)
+        q2_matches_reference = Precision(Precision::Q2), q2f16_matches_reference =
+        Precision(Precision::Q2f16)
     );
 }
 /// siglip2 on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (siglip2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::_upsample_bilinear2d_aa' to ONNX opset version 17 is not… [model-specs/evidence/siglip2.yaml]).

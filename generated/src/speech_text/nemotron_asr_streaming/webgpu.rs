@@ -24,7 +24,8 @@ mod native {
         DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
         q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
         Precision(Precision::Q4f16), bnb4_matches_reference = Precision(Precision::Bnb4),
-        q2_matches_reference = Precision(Precision::Q2)
+        q2_matches_reference = Precision(Precision::Q2), q2f16_matches_reference =
+        Precision(Precision::Q2f16)
     );
 }
 /// nemotron_asr_streaming on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (nemotron_asr_streaming's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: unordered_map::at [model-specs/evidence/nemotron_asr_streaming.yaml]).

@@ -328,6 +328,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::KnownIssue {
+                    reason: "seamless_m4t_v2 on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// seamless_m4t_v2 on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

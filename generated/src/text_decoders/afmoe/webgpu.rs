@@ -50,6 +50,10 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
+        = Precision(Precision::Q2f16)
+    );
+    runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: afmoe's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: RuntimeError: onnxruntime's logits differ from PyTorch's at step 0: 2039 of 2048 elements outside abs … + rel … (max abs error …) [model-specs/evidence/afmoe.yaml]"
         : generates = Generates

@@ -45,6 +45,10 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
+        = Precision(Precision::Q2f16)
+    );
+    runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, ignore =
         "not tested here: granitemoehybrid's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): ValueError: `get_seq_length` can only be called on Attention layers, and the current Cache seem to only contain LinearAttention layers [model-specs/evidence/granitemoehybrid.yaml]"
         : generates = Generates

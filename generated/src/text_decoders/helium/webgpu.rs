@@ -33,6 +33,10 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
+        = Precision(Precision::Q2f16)
+    );
+    runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: helium's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: AssertionError: All tensors must have the same rank [model-specs/evidence/helium.yaml]"
         : generates = Generates

@@ -45,6 +45,10 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
+        = Precision(Precision::Q2f16)
+    );
+    runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: llama4_text's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported [model-specs/evidence/llama4_text.yaml]"
         : generates = Generates

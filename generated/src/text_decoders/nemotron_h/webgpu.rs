@@ -45,6 +45,10 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
+        = Precision(Precision::Q2f16)
+    );
+    runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, ignore =
         "known issue: nemotron_h's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: IndexError: list index out of range [model-specs/evidence/nemotron_h.yaml]"
         : generates = Generates

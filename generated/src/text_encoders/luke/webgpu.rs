@@ -21,7 +21,7 @@ mod native {
         fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
         Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
         bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2)
+        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// luke on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -27,6 +27,10 @@ mod native {
         "known issue: chinese_clip_vision_model on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: relative L2 error …, above … (q2's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/chinese_clip_vision_model.yaml]"
         : q2_matches_reference = Precision(Precision::Q2)
     );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
+        = Precision(Precision::Q2f16)
+    );
 }
 /// chinese_clip_vision_model on webgpu with onnxruntime-web in headless Firefox, webgpu: run.
 ///

@@ -34,7 +34,7 @@ mod native {
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
         Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
         bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2)
+        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// deformable_detr on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (deformable_detr on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 382 of 384 elements outside abs … + rel … [model-specs/evidence/deformable_detr.yaml]).

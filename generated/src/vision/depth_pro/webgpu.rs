@@ -51,7 +51,7 @@ mod native {
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
         Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
         bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2)
+        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// depth_pro on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (depth_pro on webgpu with firefox: matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/depth_pro.yaml] (the store also holds runs)).

@@ -24,7 +24,8 @@ mod native {
         DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
         q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
         Precision(Precision::Q4f16), bnb4_matches_reference = Precision(Precision::Bnb4),
-        q2_matches_reference = Precision(Precision::Q2)
+        q2_matches_reference = Precision(Precision::Q2), q2f16_matches_reference =
+        Precision(Precision::Q2f16)
     );
 }
 /// dinat on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment).

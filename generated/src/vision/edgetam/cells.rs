@@ -325,6 +325,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::KnownIssue {
+                    reason: "edgetam on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output image_embeddings_0: 12 of 8192 elements outside abs … + rel … [model-specs/evidence/edgetam.yaml] (the store also holds matches_reference)",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// edgetam on webgpu: known-issue (onnxruntime-web in headless Firefox, webgpu).

@@ -51,7 +51,7 @@ mod native {
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
         Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
         bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2)
+        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// glm_image_vision on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (glm_image_vision on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×1 on CPUExecutionProvider, Equal ×1 on CPUExecutionProvider, Loop ×1 on CPUExecutionProvider… [model-specs/evidence/glm_image_vision.yaml] (the store also holds runs)).

@@ -42,6 +42,10 @@ mod native {
         "known issue: internvl_vision on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/internvl_vision.yaml]"
         : q2_matches_reference = Precision(Precision::Q2)
     );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
+        = Precision(Precision::Q2f16)
+    );
 }
 /// internvl_vision on webgpu with onnxruntime-web in headless Firefox, webgpu: not-tested (not tested here: internvl_vision on webgpu with firefox: matches_reference failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/internvl_vision.yaml] (the store also holds runs)).
 ///

@@ -51,7 +51,7 @@ mod native {
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
         Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
         bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2)
+        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// pp_doclayout_v3 on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (pp_doclayout_v3 on webgpu with firefox: matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/pp_doclayout_v3.yaml] (the store also holds runs)).

@@ -42,6 +42,10 @@ mod native {
         "known issue: sam2 on webgpu with onnxruntime: q2_matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running MatMulNBits node [model-specs/evidence/sam2.yaml]"
         : q2_matches_reference = Precision(Precision::Q2)
     );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
+        = Precision(Precision::Q2f16)
+    );
 }
 /// sam2 on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (sam2 on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/sam2.yaml] (the store also holds runs)).
 ///

@@ -35,7 +35,8 @@ mod native {
     );
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2),
+        q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// vitdet on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -48,6 +48,10 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
+        = Precision(Precision::Q2f16)
+    );
+    runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, ignore =
         "not tested here: instructblip's decoder with its cache (the generation exporter): generation_export failed: our harness (not tested here) (fixture-missing): TypeError: InstructBlipForConditionalGeneration.generate() missing 1 required positional argument: 'pixel_values' [model-specs/evidence/instructblip.yaml]"
         : generates = Generates

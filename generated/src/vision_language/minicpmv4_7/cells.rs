@@ -502,6 +502,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::KnownIssue {
+                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not… [model-specs/evidence/minicpmv4_7.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);

@@ -57,7 +57,8 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : generates = Generates
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
+        = Precision(Precision::Q2f16), generates = Generates
     );
 }
 /// qwen3_5 on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

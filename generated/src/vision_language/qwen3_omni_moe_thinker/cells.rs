@@ -483,6 +483,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::KnownIssue {
+                    reason: "qwen3_omni_moe_thinker's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while… [model-specs/evidence/qwen3_omni_moe_thinker.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);

@@ -27,7 +27,8 @@ mod native {
         DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
         q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
         Precision(Precision::Q4f16), bnb4_matches_reference = Precision(Precision::Bnb4),
-        q2_matches_reference = Precision(Precision::Q2)
+        q2_matches_reference = Precision(Precision::Q2), q2f16_matches_reference =
+        Precision(Precision::Q2f16)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : generates = Generates

@@ -592,6 +592,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::KnownIssue {
+                    reason: "qwen4_exp on webgpu with onnxruntime: dynamic_shapes failed: the engine or its provider (run-failed): component language: ONNX Runtime run failed: Non-zero status code returned while running Add node [model-specs/evidence/qwen4_exp.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     )
     .with_generation(

@@ -77,13 +77,13 @@ pub fn bits(precision: &str) -> Option<u32> {
         "fp16" => Some(16),
         "int8" | "int8_avx2" | "qdq8" | "nncf_int8" => Some(8),
         "q4" | "q4f16" | "nncf_int4" | "bnb4" => Some(4),
-        "q2" => Some(2),
+        "q2" | "q2f16" => Some(2),
         _ => None,
     }
 }
 
 /// The metric a format of a model of `category` is judged by, and its bound. Two bits
-/// (transformers.js's q2) are held to four bits' bounds: what a user of a low-bit format
+/// (transformers.js's q2 and q2f16) are held to four bits' bounds: what a user of a low-bit format
 /// accepts, since no published two-bit figure is fixed here; a q2 that misses them is the
 /// finding.
 pub fn bound(category: &str, precision: &str) -> Option<Bound> {
@@ -160,8 +160,8 @@ mod tests {
         assert_eq!(bound("vision", "fp16").unwrap().metric, WORST_ROW_COSINE);
         // float32 is the reference, judged by its own checks.
         assert!(bound("text_decoders", "float32").is_none());
-        // transformers.js's bnb4 is four bits; its q2 is held to four bits' bounds.
-        for format in ["bnb4", "q2"] {
+        // transformers.js's bnb4 is four bits; its q2 and q2f16 are held to four bits' bounds.
+        for format in ["bnb4", "q2", "q2f16"] {
             assert_eq!(bound("text_decoders", format).unwrap().at_least, Some(0.80));
         }
     }

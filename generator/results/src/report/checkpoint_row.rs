@@ -103,7 +103,7 @@ pub struct FormatMemory {
 }
 
 /// The formats a checkpoint's fixture holds, float32 first (the precision tables' order).
-pub const FORMATS: [&str; 11] = super::precision::FORMAT_ORDER;
+pub const FORMATS: [&str; 12] = super::precision::FORMAT_ORDER;
 
 /// A format's file in a fixture folder (NNCF's: the IR's weights).
 pub fn format_file(format: &str) -> String {

@@ -170,7 +170,7 @@ fn formats(checkpoint_evidence: &[LatestRecord]) -> Vec<FormatRow> {
 }
 
 /// The formats in the order the tables show them.
-pub(super) const FORMAT_ORDER: [&str; 11] = [
+pub(super) const FORMAT_ORDER: [&str; 12] = [
     "float32",
     "fp16",
     "int8",
@@ -179,6 +179,7 @@ pub(super) const FORMAT_ORDER: [&str; 11] = [
     "q4f16",
     "bnb4",
     "q2",
+    "q2f16",
     "qdq8",
     "nncf_int8",
     "nncf_int4",
