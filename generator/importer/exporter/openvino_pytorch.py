@@ -20,10 +20,15 @@ IR with nncf_variants.py's settings (optimum-intel's `--weight-format int8`/`int
 `model.ov_pytorch.nncf_int8.xml` and `model.ov_pytorch.nncf_int4.xml`, and
 `openvino_pytorch.json`: how each was made, or the converter's or NNCF's whole error.
 
-optimum-intel itself is not run: its release (2.2.0) pins transformers below 5.6 and the fixtures
-are built with 5.23, whose modules it would have to rebuild. What it does with a module is this
-call: trace it with TorchScript and convert the trace with the PyTorch frontend; its model
-patchers (which replace a few modules' forward for tracing) are not applied, our recipe's are.
+On our fixtures optimum-intel itself is not run: its release (2.2.0) pins transformers below 5.6
+and the fixtures are built with 5.23, whose modules it would have to rebuild. What it does with a
+module is this call: trace it with TorchScript and convert the trace with the PyTorch frontend;
+its model patchers (which replace a few modules' forward for tracing) are not applied, our
+recipe's are. On a fixture of optimum's graph (`gen fixtures --graph optimum`, which keeps the
+saved tiny model in `hf/`) it is optimum-intel that converts: `optimum.exporters.openvino.
+main_export(hf/, task=<optimum's task>)`, its patchers and its inputs (optimum's, which the
+fixture feeds), run by gen fixtures with optimum-intel's venv's Python
+(requirements-optimum-intel.txt); the record's `method` says which of the two made the IR.
 """
 
 from __future__ import annotations
@@ -82,8 +87,41 @@ def name_ports(model, meta: dict) -> None:
             port.get_tensor().set_names({wanted["name"]})
 
 
+OPTIMUM_INTEL_METHOD = "optimum.exporters.openvino.main_export(hf/, task={task}) (optimum-intel {version}), float32"
+
+
+def convert_with_optimum_intel(ov, fixture: Path, meta: dict):
+    """The saved tiny model of a fixture on optimum's graph converted by optimum-intel, as
+    `optimum-cli export openvino --task <task>` converts a checkpoint; its IR's inputs and
+    outputs carry optimum's names, which the fixture's inputs and references use."""
+    from optimum.exporters.openvino import main_export
+
+    task = meta["graph"]["task"]
+    with tempfile.TemporaryDirectory() as scratch:
+        main_export(str(fixture / "hf"), scratch, task=task, local_files_only=True)
+        model = ov.Core().read_model(str(Path(scratch) / "openvino_model.xml"))
+    takes = sorted(name for port in model.inputs for name in port.get_names())
+    fed = sorted(i["name"] for i in meta["inputs"])
+    if takes != fed:
+        raise ValueError(f"optimum-intel's model takes {takes}, optimum's ONNX graph (the fixture's inputs) {fed}")
+    gives = {name for port in model.outputs for name in port.get_names()}
+    missing = [o["name"] for o in meta["outputs"] if o["name"] not in gives]
+    if missing:
+        raise ValueError(f"optimum-intel's model gives no {missing} (it gives {sorted(gives)})")
+    model.set_friendly_name(STEM)
+    return model, OPTIMUM_INTEL_METHOD.format(task=task, version=_version("optimum-intel"))
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import version
+
+    return version(package)
+
+
 def convert(ov, torch, np, fixture: Path, meta: dict):
-    """The fixture's module converted by OpenVINO's PyTorch frontend."""
+    """The fixture's module converted by OpenVINO's PyTorch frontend, and how."""
+    if (fixture / "hf").is_dir():
+        return convert_with_optimum_intel(ov, fixture, meta)
     if not (fixture / "model.pt").is_file():
         # The frontend converts a TorchScript trace (optimum-intel's conversion traces the
         # module with torch.jit.trace too): a module that does not trace is not converted.
@@ -98,7 +136,7 @@ def convert(ov, torch, np, fixture: Path, meta: dict):
     # The converter names a model by a counter of the process (`Model416`), as its nodes
     # (names_by_place): a name of its own.
     model.set_friendly_name(STEM)
-    return model
+    return model, METHOD
 
 
 def names_by_place(model) -> None:
@@ -158,8 +196,8 @@ def main() -> int:
         for old in fixture.glob(f"{STEM}.*"):
             old.unlink()
         try:
-            model = convert(ov, torch, np, fixture, meta)
-            record["float32"] = {**save(ov, model, fixture / f"{STEM}.xml"), "method": METHOD}
+            model, method = convert(ov, torch, np, fixture, meta)
+            record["float32"] = {**save(ov, model, fixture / f"{STEM}.xml"), "method": method}
         except Exception as e:  # noqa: BLE001 - the record keeps the converter's whole error
             model = None
             record["float32"] = {"error": error_of(e)}

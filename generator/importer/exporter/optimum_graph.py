@@ -11,6 +11,7 @@ in meta.json's `graph`: the task and opset optimum chose, the spec's outputs the
 and lacks (only those it has are compared: their references are the fixture's), the inputs
 it takes, optimum's own validation and onnxslim's outcome. A graph that takes an input the
 spec does not declare, or has none of its outputs, is no fixture: the job fails with why.
+The saved tiny model is kept as `hf/`, for optimum-intel's conversion (openvino_pytorch.py).
 """
 
 from __future__ import annotations
@@ -67,11 +68,18 @@ def _export(job: dict, spec: dict, seed: int, out_dir: Path, tmp: Path) -> None:
         raise ValueError(f"optimum made {graph['graphs']} for task {graph['task']}, not one model.onnx: not compared yet")
     shutil.move(tmp / "optimum" / "model.onnx", tmp / "model.onnx")
     shutil.rmtree(tmp / "optimum")
-    shutil.rmtree(tmp / "hf")
+    # The saved tiny model stays in the fixture (`hf/`): optimum-intel converts it for the
+    # openvino platform's `ov_pytorch` cells (openvino_pytorch.py), as its users convert a
+    # checkpoint.
 
     onnx_model = onnx.load(str(tmp / "model.onnx"), load_external_data=False)
     initializers = {i.name for i in onnx_model.graph.initializer}
     takes = [i.name for i in onnx_model.graph.input if i.name not in initializers]
+    # The graph's own names of its inputs' free dimensions ("" for a fixed size): optimum's
+    # (`batch_size`, `sequence_length`), not our spec's. A provider that builds static graphs
+    # (WebNN, QNN's HTP) fixes them by these names, as transformers.js's users do.
+    input_axes = {i.name: [d.dim_param if d.HasField("dim_param") else "" for d in i.type.tensor_type.shape.dim]
+                  for i in onnx_model.graph.input if i.name in takes}
     gives = [o.name for o in onnx_model.graph.output]
     # Inputs optimum's graph takes that the spec leaves to the model, fed as the reference's
     # forward filled them in: position_ids 0..length (no cache), attention_mask all ones.
@@ -132,6 +140,7 @@ def _export(job: dict, spec: dict, seed: int, out_dir: Path, tmp: Path) -> None:
             **graph,
             "weights": f"tiny-random (seed {seed}), saved by transformers {export.transformers.__version__}",
             "inputs": takes,
+            "input_axes": input_axes,
             "inputs_derived": sorted(derived),
             "inputs_ignored": ignored,
             "outputs": compared,

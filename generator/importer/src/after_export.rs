@@ -17,7 +17,9 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use hwmatrix_cell::paths::{NNCF_RECORD, OPENVINO_PYTORCH_RECORD, TRANSFORMERSJS_RECORD};
-use hwmatrix_specs::fixture_key::{nncf_key, openvino_pytorch_key, transformersjs_key};
+use hwmatrix_specs::fixture_key::{
+    nncf_key, openvino_pytorch_key, optimum_intel_key, transformersjs_key,
+};
 
 use crate::workers::{JobError, Progress, exporter_dir};
 
@@ -72,6 +74,19 @@ pub const OPENVINO_PYTORCH: Maker = Maker {
     key: openvino_pytorch_key,
     python_needs: "OpenVINO and NNCF: run `bash tests/setup.sh openvino`",
     reads: "meta.json",
+    needs_torch: true,
+};
+
+/// The same conversion on fixtures of optimum's graph, by optimum-intel (OpenVINO's exporter
+/// of Hugging Face models) from the saved tiny model each keeps in `hf/`, in optimum-intel's
+/// venv (which reads OpenVINO's and the exporter's after its own).
+pub const OPTIMUM_INTEL: Maker = Maker {
+    progress: "optimum-intel conversions made",
+    script: "openvino_pytorch.py",
+    record: OPENVINO_PYTORCH_RECORD,
+    key: optimum_intel_key,
+    python_needs: "optimum-intel: run `bash tests/setup.sh optimum-intel`",
+    reads: "hf/config.json",
     needs_torch: true,
 };
 

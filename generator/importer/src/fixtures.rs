@@ -170,29 +170,40 @@ pub fn build(
             log,
         )?;
     }
-    let dirs = crate::after_export::exported_fixtures(
-        root,
-        plan.models.iter().map(|m| m.model.spec.model_type.as_str()),
-    );
     let logs = root.join(".logs");
-    use crate::after_export::{NNCF, OPENVINO_PYTORCH, TRANSFORMERS_JS, fixtures_with, make};
-    summary.transformersjs = make(&TRANSFORMERS_JS, root, &dirs, python, workers, &logs, log)?;
+    use crate::after_export::{
+        Maker, NNCF, OPENVINO_PYTORCH, OPTIMUM_INTEL, TRANSFORMERS_JS, fixtures_with, make,
+    };
+    // Each maker takes the fixture folders holding the file it reads.
+    let made_by = |maker: &Maker, python: &Path, log: &mut dyn Write| {
+        let models = plan.models.iter().map(|m| m.model.spec.model_type.as_str());
+        let dirs = fixtures_with(root, models, maker.reads);
+        make(maker, root, &dirs, python, workers, &logs, log)
+    };
+    summary.transformersjs = made_by(&TRANSFORMERS_JS, python, log)?;
     if let Some(nncf_python) = nncf_python {
-        summary.nncf = Some(make(&NNCF, root, &dirs, nncf_python, workers, &logs, log)?);
-        let traced = fixtures_with(
-            root,
-            plan.models.iter().map(|m| m.model.spec.model_type.as_str()),
-            OPENVINO_PYTORCH.reads,
-        );
-        summary.openvino_pytorch = Some(make(
-            &OPENVINO_PYTORCH,
-            root,
-            &traced,
-            nncf_python,
-            workers,
-            &logs,
-            log,
-        )?);
+        summary.nncf = Some(made_by(&NNCF, nncf_python, log)?);
+        // OpenVINO's conversion of the PyTorch model: on our fixtures its PyTorch frontend's
+        // of the traced module; on optimum's, optimum-intel's of the saved tiny model.
+        let converter = match source {
+            Source::Optimum(_) => {
+                let python = hwmatrix_cell::paths::optimum_intel_python();
+                python.exists().then_some((&OPTIMUM_INTEL, python))
+            }
+            _ => Some((&OPENVINO_PYTORCH, nncf_python.to_path_buf())),
+        };
+        match converter {
+            Some((maker, python)) => {
+                summary.openvino_pytorch = Some(made_by(maker, &python, log)?);
+            }
+            None => {
+                let _ = writeln!(
+                    log,
+                    "optimum-intel's conversions: not made (no optimum-intel venv at {}: `bash tests/setup.sh optimum-intel` installs it); the ov_pytorch checks on these fixtures will say so",
+                    hwmatrix_cell::paths::optimum_intel_python().display()
+                );
+            }
+        }
     }
     summary.content_taken = record_content(plan, root, log)?;
     Ok(summary)

@@ -36,6 +36,10 @@ pub const TRANSFORMERSJS_SOURCE: &[u8] =
 /// exporter venv's torch: their key is in each fixture's `openvino_pytorch.json`.
 pub const OPENVINO_PYTORCH_SOURCE: &[u8] =
     include_bytes!("../../importer/exporter/openvino_pytorch.py");
+/// optimum-intel's venv's pinned requirements: the key of openvino_pytorch.py's conversions
+/// on optimum's fixtures, which optimum-intel makes, covers them too.
+pub const OPTIMUM_INTEL_REQUIREMENTS: &[u8] =
+    include_bytes!("../../importer/exporter/requirements-optimum-intel.txt");
 /// The scripts that make a fixture on optimum's graph (`gen fixtures --graph optimum`), and
 /// optimum's venv's pinned requirements: only those fixtures' keys cover them.
 pub const OPTIMUM_SOURCES: [&[u8]; 3] = [
@@ -122,6 +126,23 @@ pub fn openvino_pytorch_key() -> String {
         NNCF_SOURCE,
         NNCF_REQUIREMENTS,
         EXPORTER_REQUIREMENTS,
+    ] {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    hex(&hasher.finalize())
+}
+
+/// The key of openvino_pytorch.py's conversions by optimum-intel (fixtures on optimum's
+/// graph): the conversion's own key's parts and optimum-intel's venv's requirements.
+pub fn optimum_intel_key() -> String {
+    let mut hasher = Sha256::new();
+    for part in [
+        OPENVINO_PYTORCH_SOURCE,
+        NNCF_SOURCE,
+        NNCF_REQUIREMENTS,
+        EXPORTER_REQUIREMENTS,
+        OPTIMUM_INTEL_REQUIREMENTS,
     ] {
         hasher.update((part.len() as u64).to_le_bytes());
         hasher.update(part);

@@ -162,7 +162,7 @@ pub fn run(
     if let Some(converted) = &summary.openvino_pytorch {
         let _ = writeln!(
             out,
-            "OpenVINO PyTorch frontend conversions (float32, with NNCF's int8 and int4 of each) of the fixtures: {} made, {} cached, {} failed (a module the converter refuses is a made record with its error)",
+            "OpenVINO conversions of the fixtures' PyTorch models (its PyTorch frontend's; optimum-intel's on optimum's graphs), float32 with NNCF's int8 and int4 of each: {} made, {} cached, {} failed (a model the converter refuses is a made record with its error)",
             converted.made,
             converted.cached,
             converted.failed.len()

@@ -107,6 +107,12 @@ pub fn optimum_python() -> PathBuf {
     cache_dir().join("venv-optimum/bin/python")
 }
 
+/// The Python of optimum-intel's venv (`bash tests/setup.sh optimum-intel`), which converts the
+/// saved tiny model of each fixture on optimum's graph: `<cache>/venv-optimum-intel/bin/python`.
+pub fn optimum_intel_python() -> PathBuf {
+    cache_dir().join("venv-optimum-intel/bin/python")
+}
+
 /// The checkout the current folder is in: the nearest ancestor holding
 /// `model-specs/hardware.yaml`. `cargo test` runs a test binary in its
 /// package's folder, and `gen` is run from the checkout.

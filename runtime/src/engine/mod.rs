@@ -95,7 +95,7 @@ pub fn open(
         Engine::OnnxRuntime { .. } | Engine::Browser { .. } => open_graph(
             cell,
             &onnx_model(fixture, precision)?,
-            declared_inputs(cell),
+            declared_inputs(cell, fixture),
             graph_nodes(fixture),
             mode,
         ),
@@ -213,8 +213,14 @@ pub fn open_graph(
     }
 }
 
-/// The model's declared inputs and their named axes, for engines that fix them per run.
-fn declared_inputs(cell: &Cell) -> onnx::StaticInputs {
+/// The graph's inputs and their named axes, for engines that fix them per run (WebNN,
+/// QNN's HTP): the spec's, which our exporter gives the graph, or those another tool's
+/// graph names its own (the fixture records them). Fixing the spec's names on optimum's
+/// graph fixed nothing, and left WebNN a dynamic graph it runs on the CPU.
+fn declared_inputs(cell: &Cell, fixture: &Fixture) -> onnx::StaticInputs {
+    if let Some(axes) = fixture.graph_input_axes() {
+        return axes;
+    }
     cell.model
         .inputs
         .iter()

@@ -13,6 +13,10 @@ use super::cells::MatrixCell;
 use super::status::Status;
 use crate::query::LatestRecord;
 
+/// What made the IR of optimum's fixtures that OpenVINO's `ov_pytorch` engine runs.
+const OPTIMUM_INTEL: &str =
+    "optimum-intel (main_export of the saved tiny model, optimum's task), OpenVINO IR";
+
 /// The graph's rows and their tally.
 #[derive(Debug, Default, Serialize)]
 pub struct GraphComparison {
@@ -97,9 +101,14 @@ pub(super) fn compare(
         };
         let cell = ours.get(&(model, platform, engine));
         let ours_status = cell.map_or(Status::NoEvidence, |c| c.status);
-        let made_by = records
-            .iter()
-            .find_map(|r| r.body.fixture.as_ref().map(|f| f.source.clone()));
+        let made_by = match engine {
+            // The IR the `ov_pytorch` engine runs on optimum's fixtures is optimum-intel's
+            // conversion of the saved tiny model (openvino_pytorch.py), not optimum's ONNX graph.
+            "openvino_pytorch" if graph == "optimum" => Some(OPTIMUM_INTEL.to_string()),
+            _ => records
+                .iter()
+                .find_map(|r| r.body.fixture.as_ref().map(|f| f.source.clone())),
+        };
         let cause = (passes(ours_status) != passes(theirs)).then(|| match first_failure {
             Some(r) => format!(
                 "theirs: {} ({})",
