@@ -7,7 +7,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use crate::TensorDecl;
 use crate::compare::{self, Deviation};
 use crate::engine::{self, Mode};
 use crate::error::{CheckError, ErrorKind};
@@ -565,15 +564,7 @@ fn check_declared(
     let mismatch = |message: String| CheckError::new(ErrorKind::OutputMismatch, message);
     // Another tool's graph is judged on the spec's outputs it has, and may give more (its
     // cache, say); ours must give exactly the spec's.
-    let declared: Vec<TensorDecl> = fixture
-        .judged_outputs(cell.model.outputs)
-        .into_iter()
-        .map(|d| TensorDecl {
-            name: d.name,
-            dtype: d.dtype,
-            axes: d.axes,
-        })
-        .collect();
+    let declared = fixture.judged_outputs(cell.model.outputs);
     let got: Vec<&str> = outputs.iter().map(|(n, _)| n.as_str()).collect();
     let want: Vec<&str> = declared.iter().map(|d| d.name).collect();
     let extra = got.len() != want.len() && !fixture.is_another_tools_graph();
@@ -590,7 +581,7 @@ fn check_declared(
         .collect();
     let sizes = compare::bind_axes(&meta.axes, &declared, &reference_shapes)
         .map_err(|e| CheckError::new(ErrorKind::FixtureInvalid, e))?;
-    for decl in &declared {
+    for decl in declared {
         let (_, tensor) = outputs
             .iter()
             .find(|(n, _)| n == decl.name)

@@ -284,7 +284,7 @@ pub(crate) fn argmax(row: &[f64]) -> Option<usize> {
 /// against numbers written into generated code.
 pub fn bind_axes(
     input_axes: &BTreeMap<String, usize>,
-    declared: &[TensorDecl],
+    declared: &[&TensorDecl],
     reference_shapes: &BTreeMap<String, Vec<usize>>,
 ) -> Result<BTreeMap<String, usize>, String> {
     let mut sizes = input_axes.clone();
@@ -515,15 +515,16 @@ mod tests {
 
     #[test]
     fn binds_output_axes_and_catches_conflicts() {
-        let decl = [TensorDecl {
+        let h = TensorDecl {
             name: "h",
             dtype: DType::Float32,
             axes: &["batch", "sequence", "hidden"],
-        }];
+        };
+        let decl = [&h];
         let inputs = BTreeMap::from([("batch".to_string(), 2), ("sequence".to_string(), 5)]);
         let good = BTreeMap::from([("h".to_string(), vec![2, 5, 32])]);
         let sizes = bind_axes(&inputs, &decl, &good).unwrap();
-        assert_eq!(expected_shape(&decl[0], &sizes), vec![2, 5, 32]);
+        assert_eq!(expected_shape(decl[0], &sizes), vec![2, 5, 32]);
         let conflicting = BTreeMap::from([("h".to_string(), vec![2, 6, 32])]);
         assert!(
             bind_axes(&inputs, &decl, &conflicting)

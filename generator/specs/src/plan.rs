@@ -546,7 +546,7 @@ impl<'a> CellPlanner<'a> {
             // Our harness stopped before any engine: not tested, on every platform alike.
             not_tested
         } else if self.kind.runs_the_trace() {
-            self.planned_libtorch_without_onnx(error)
+            self.planned_on_the_trace_without_onnx(error)
         } else if spec.export.known_issue_measured {
             let entry = spec
                 .evidence
@@ -573,9 +573,10 @@ impl<'a> CellPlanner<'a> {
         }
     }
 
-    /// A libtorch cell's status where the ONNX export failed (`error`): its own fixture's
-    /// outcomes, the trace's measured failure, or our harness's gap, never the ONNX failure itself.
-    fn planned_libtorch_without_onnx(&self, error: &str) -> Planned<String> {
+    /// The status of a cell that runs the trace (libtorch, OpenVINO's PyTorch frontend) where
+    /// the ONNX export failed (`error`): its own fixture's outcomes, the trace's measured
+    /// failure, or our harness's gap, never the ONNX failure itself.
+    fn planned_on_the_trace_without_onnx(&self, error: &str) -> Planned<String> {
         let spec = self.spec;
         // libtorch runs the TorchScript trace and OpenVINO's PyTorch frontend converts it, which
         // torch.onnx failing says nothing about: their fixture is built without the ONNX step
