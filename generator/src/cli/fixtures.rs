@@ -32,14 +32,17 @@ pub struct Args {
     /// Whose graph the fixtures hold: `ours` (our export recipe, the default) or `optimum`
     /// (optimum's ONNX exporter as transformers.js's conversion drives it, in its own venv
     /// from `bash tests/setup.sh optimum`; the same tiny model, inputs and references, into
-    /// <cache>/fixtures-optimum unless --fixtures says otherwise). Cells run on optimum's
-    /// with HWMATRIX_FIXTURES set to that root; each record names its fixture's source
+    /// <cache>/fixtures-optimum unless --fixtures says otherwise; the saved tiny model is kept
+    /// in `hf/`, which optimum-intel converts for the `ov_pytorch` engine where `bash
+    /// tests/setup.sh optimum-intel` installed it). Cells run on optimum's with
+    /// HWMATRIX_FIXTURES set to that root; each record names its fixture's source
     #[arg(long, value_enum, default_value = "ours")]
     graph: Graph,
     /// Skip what OpenVINO's venv makes after the export wherever it is installed (`bash
     /// tests/setup.sh openvino`): NNCF's weight formats (OpenVINO IR with int8 and int4
     /// weights, for the openvino platform's `ov` engine) and OpenVINO's PyTorch frontend's
-    /// conversion of each traced model with NNCF's formats of it (its `ov_pytorch` engine)
+    /// conversion of each traced model (optimum-intel's, on optimum's graphs) with NNCF's
+    /// formats of it (its `ov_pytorch` engine)
     #[arg(long)]
     no_nncf: bool,
 }
