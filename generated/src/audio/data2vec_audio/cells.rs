@@ -184,7 +184,15 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_precision_checks(
         &[
             PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Qdq8, AgreementBound::new(0.98, 0.1, 0.85)),
+            PrecisionCheck::new(
+                Precision::Qdq8,
+                Planned::KnownIssue {
+                    reason: "data2vec-audio on webnn with browser: qdq8_matches_reference failed: the engine or its provider (export-failed): the exporter could not make the qdq8 model: ValueError: Unable to get valid quantization scale for input… [model-specs/evidence/data2vec-audio.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Export),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
         ],
     );
 /// data2vec-audio on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -223,7 +231,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Q2f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::KnownIssue {
+                    reason: "data2vec-audio on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/data2vec-audio.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// data2vec-audio on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

@@ -7,7 +7,11 @@ mod browser {
     runtime::checks!(
         super::super::cells::WEBNN_BROWSER, gate = gate_webnn : runs = Runs,
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
-        fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
-        Precision(Precision::Qdq8)
+        fp16_matches_reference = Precision(Precision::Fp16)
+    );
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: data2vec-audio on webnn with browser: qdq8_matches_reference failed: the engine or its provider (export-failed): the exporter could not make the qdq8 model: ValueError: Unable to get valid quantization scale for input… [model-specs/evidence/data2vec-audio.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
     );
 }

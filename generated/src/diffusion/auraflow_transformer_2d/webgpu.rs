@@ -56,8 +56,9 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
-        = Precision(Precision::Q2f16)
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: auraflow_transformer_2d on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (non-finite): output sample has a non-finite value at flat index 0 [model-specs/evidence/auraflow_transformer_2d.yaml]"
+        : q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// auraflow_transformer_2d on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

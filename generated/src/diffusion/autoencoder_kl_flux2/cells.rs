@@ -262,7 +262,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Q2f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::KnownIssue {
+                    reason: "autoencoder_kl_flux2 on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (out-of-tolerance): component decoder: output output: cosine similarity … in its worst row [model-specs/evidence/autoencoder_kl_flux2.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// autoencoder_kl_flux2 on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

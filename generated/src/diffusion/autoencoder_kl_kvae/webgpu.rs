@@ -41,8 +41,9 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
-        = Precision(Precision::Q2f16)
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "unsupported: autoencoder_kl_kvae on webgpu with onnxruntime: q2f16_matches_reference does not apply (does-not-apply): ONNX Runtime's quantizer could not make the q2f16 model: RuntimeError: no q2 model to convert: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph… [model-specs/evidence/autoencoder_kl_kvae.yaml]"
+        : q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// autoencoder_kl_kvae on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

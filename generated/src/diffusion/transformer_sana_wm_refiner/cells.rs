@@ -240,7 +240,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Q2f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::KnownIssue {
+                    reason: "transformer_sana_wm_refiner on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (out-of-tolerance): output sample: relative L2 error …, above … (q2f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/transformer_sana_wm_refiner.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// transformer_sana_wm_refiner on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

@@ -28,8 +28,9 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
-        = Precision(Precision::Q2f16)
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: transformer_wan on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (out-of-tolerance): output sample: relative L2 error …, above … (q2f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/transformer_wan.yaml]"
+        : q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// transformer_wan on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

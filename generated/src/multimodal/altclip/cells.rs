@@ -266,7 +266,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Q2f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::KnownIssue {
+                    reason: "altclip on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: relative L2 error …, above … [model-specs/evidence/altclip.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// altclip on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

@@ -431,7 +431,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Q2f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::KnownIssue {
+                    reason: "mm-grounding-dino on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/mm-grounding-dino/model.q2f16.onnx: Load model from <fixtures>/mm-grounding-dino/model.q2f16.onnx failed:This is an invalid model [model-specs/evidence/mm-grounding-dino.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// mm-grounding-dino on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

@@ -58,8 +58,9 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
-        = Precision(Precision::Q2f16)
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: mm-grounding-dino on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/mm-grounding-dino/model.q2f16.onnx: Load model from <fixtures>/mm-grounding-dino/model.q2f16.onnx failed:This is an invalid model [model-specs/evidence/mm-grounding-dino.yaml]"
+        : q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// mm-grounding-dino on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -7,7 +7,11 @@ mod browser {
     runtime::checks!(
         super::super::cells::WEBNN_BROWSER, gate = gate_webnn : runs = Runs,
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
-        fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
-        Precision(Precision::Qdq8)
+        fp16_matches_reference = Precision(Precision::Fp16)
+    );
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: siglip on webnn with browser: qdq8_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/siglip.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
     );
 }

@@ -41,8 +41,9 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
-        = Precision(Precision::Q2f16)
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: higgs_audio_v2 on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/higgs_audio_v2.yaml]"
+        : q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// higgs_audio_v2 on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -243,7 +243,15 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_precision_checks(
         &[
             PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Qdq8, AgreementBound::new(0.98, 0.1, 0.85)),
+            PrecisionCheck::new(
+                Precision::Qdq8,
+                Planned::KnownIssue {
+                    reason: "moonshine on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [val_33_DequantizeLinear] The shape of scale and zero… [model-specs/evidence/moonshine.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
         ],
     );
 /// moonshine on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -282,7 +290,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Q2f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::KnownIssue {
+                    reason: "moonshine on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/moonshine.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// moonshine on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

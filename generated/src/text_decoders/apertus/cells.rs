@@ -301,7 +301,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Q2f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::KnownIssue {
+                    reason: "apertus on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/apertus/model.q2f16.onnx: Load model from <fixtures>/apertus/model.q2f16.onnx failed:This is an invalid model [model-specs/evidence/apertus.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);

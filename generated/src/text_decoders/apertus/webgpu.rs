@@ -44,8 +44,12 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
-        = Precision(Precision::Q2f16), generates = Generates
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: apertus on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/apertus/model.q2f16.onnx: Load model from <fixtures>/apertus/model.q2f16.onnx failed:This is an invalid model [model-specs/evidence/apertus.yaml]"
+        : q2f16_matches_reference = Precision(Precision::Q2f16)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : generates = Generates
     );
 }
 /// apertus on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -7,7 +7,14 @@ mod browser {
     runtime::checks!(
         super::super::cells::WEBNN_BROWSER, gate = gate_webnn : runs = Runs,
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
-        fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
-        Precision(Precision::Qdq8), generates = Generates
+        fp16_matches_reference = Precision(Precision::Fp16)
+    );
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: gpt_neox on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder': [model.layers.0.input_layernorm.bias0_DequantizeLinear]… [model-specs/evidence/gpt_neox.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
+    );
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, gate = gate_webnn : generates = Generates
     );
 }

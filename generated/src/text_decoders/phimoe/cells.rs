@@ -353,7 +353,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Q2f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::KnownIssue {
+                    reason: "phimoe on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/phimoe/model.q2f16.onnx: Load model from <fixtures>/phimoe/model.q2f16.onnx failed:Type Error: Type parameter (T) of Optype (Max) bound… [model-specs/evidence/phimoe.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Load),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);

@@ -44,8 +44,12 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
-        = Precision(Precision::Q2f16), generates = Generates
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: phimoe on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (model-load): cannot load <fixtures>/phimoe/model.q2f16.onnx: Load model from <fixtures>/phimoe/model.q2f16.onnx failed:Type Error: Type parameter (T) of Optype (Max) bound… [model-specs/evidence/phimoe.yaml]"
+        : q2f16_matches_reference = Precision(Precision::Q2f16)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : generates = Generates
     );
 }
 /// phimoe on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -171,7 +171,15 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_precision_checks(
         &[
             PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Qdq8, AgreementBound::new(0.98, 0.1, 0.85)),
+            PrecisionCheck::new(
+                Precision::Qdq8,
+                Planned::KnownIssue {
+                    reason: "mobilebert on webnn with browser: qdq8_matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebNNExecutionProvider: Pad ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilebert.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Run),
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
         ],
     );
 /// mobilebert on webgpu: run (onnxruntime-web in headless Chromium, webgpu).

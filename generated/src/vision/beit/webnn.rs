@@ -7,7 +7,11 @@ mod browser {
     runtime::checks!(
         super::super::cells::WEBNN_BROWSER, gate = gate_webnn : runs = Runs,
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
-        fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
-        Precision(Precision::Qdq8)
+        fp16_matches_reference = Precision(Precision::Fp16)
+    );
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "known issue: beit on webnn with browser: qdq8_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webnn) opening the model: Failed to execute 'dequantizeLinear' on 'MLGraphBuilder'… [model-specs/evidence/beit.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
     );
 }

@@ -43,8 +43,9 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
-        = Precision(Precision::Q2f16)
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: dinov3_vit on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (out-of-tolerance): output pooler_output: relative L2 error …, above … (q2f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/dinov3_vit.yaml]"
+        : q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// dinov3_vit on webgpu with onnxruntime-web in headless Firefox, webgpu: known-issue (dinov3_vit on webgpu with firefox: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Abs ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/dinov3_vit.yaml] (the store also holds runs)).

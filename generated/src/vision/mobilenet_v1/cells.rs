@@ -204,7 +204,14 @@ pub static WEBNN_BROWSER: Cell = Cell::new(
     .with_precision_checks(
         &[
             PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
-            PrecisionCheck::run(Precision::Qdq8, AgreementBound::new(0.98, 0.1, 0.85)),
+            PrecisionCheck::new(
+                Precision::Qdq8,
+                Planned::NotTested {
+                    reason: "not tested here: mobilenet_v1 on webnn with browser: qdq8_matches_reference failed: the environment here (not tested here) (timeout): opening the model took longer than its limit of 60 s [model-specs/evidence/mobilenet_v1.yaml]",
+                    stage: Stage::Run,
+                },
+                AgreementBound::new(0.98, 0.1, 0.85),
+            ),
         ],
     );
 /// mobilenet_v1 on webgpu: run (onnxruntime-web in headless Chromium, webgpu).
@@ -263,7 +270,14 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Q2f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::Unsupported {
+                    reason: "mobilenet_v1 on webgpu with onnxruntime: q2f16_matches_reference does not apply (does-not-apply): ONNX Runtime's quantizer could not make the q2f16 model: RuntimeError: no q2 model to convert: RuntimeError: MatMulNBitsQuantizer quantized no node: the graph… [model-specs/evidence/mobilenet_v1.yaml]",
+                    basis: Basis::Evidence,
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// mobilenet_v1 on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

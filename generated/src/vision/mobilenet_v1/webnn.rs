@@ -7,7 +7,11 @@ mod browser {
     runtime::checks!(
         super::super::cells::WEBNN_BROWSER, gate = gate_webnn : runs = Runs,
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
-        fp16_matches_reference = Precision(Precision::Fp16), qdq8_matches_reference =
-        Precision(Precision::Qdq8)
+        fp16_matches_reference = Precision(Precision::Fp16)
+    );
+    runtime::checks!(
+        super::super::cells::WEBNN_BROWSER, ignore =
+        "not tested here: mobilenet_v1 on webnn with browser: qdq8_matches_reference failed: the environment here (not tested here) (timeout): opening the model took longer than its limit of 60 s [model-specs/evidence/mobilenet_v1.yaml]"
+        : qdq8_matches_reference = Precision(Precision::Qdq8)
     );
 }

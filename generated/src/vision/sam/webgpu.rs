@@ -41,8 +41,9 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
-        = Precision(Precision::Q2f16)
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: sam on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running MatMulNBits node [model-specs/evidence/sam.yaml]"
+        : q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// sam on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -376,7 +376,15 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Q2f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::KnownIssue {
+                    reason: "sam_hq on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (out-of-tolerance): output iou_scores: cosine similarity … in its worst row [model-specs/evidence/sam_hq.yaml]",
+                    basis: Basis::Evidence,
+                    stage: Some(Stage::Mismatch),
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     );
 /// sam_hq on webgpu: run (onnxruntime-web in headless Firefox, webgpu).

@@ -35,8 +35,12 @@ mod native {
     );
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2),
-        q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: swiftformer on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (non-finite): output last_hidden_state has a non-finite value at flat index 0 [model-specs/evidence/swiftformer.yaml]"
+        : q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// swiftformer on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

@@ -48,8 +48,9 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
-        = Precision(Precision::Q2f16)
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: blip-2 on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (non-finite): output logits has a non-finite value at flat index 0 [model-specs/evidence/blip-2.yaml]"
+        : q2f16_matches_reference = Precision(Precision::Q2f16)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, ignore =

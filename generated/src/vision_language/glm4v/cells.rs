@@ -381,7 +381,14 @@ pub static WEBGPU_NATIVE: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Q2f16, AgreementBound::new(0.95, 0.25, 0.75)),
+            PrecisionCheck::new(
+                Precision::Q2f16,
+                Planned::Unsupported {
+                    reason: "glm4v on webgpu with onnxruntime: q2f16_matches_reference does not apply (does-not-apply): component embed: ONNX Runtime's quantizer could not make the q2f16 model: RuntimeError: no q2 model to convert: RuntimeError: MatMulNBitsQuantizer quantized no… [model-specs/evidence/glm4v.yaml]",
+                    basis: Basis::Evidence,
+                },
+                AgreementBound::new(0.95, 0.25, 0.75),
+            ),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);

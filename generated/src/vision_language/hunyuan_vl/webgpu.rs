@@ -57,8 +57,12 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
-        = Precision(Precision::Q2f16), generates = Generates
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "unsupported: hunyuan_vl on webgpu with onnxruntime: q2f16_matches_reference does not apply (does-not-apply): component embed: ONNX Runtime's quantizer could not make the q2f16 model: RuntimeError: no q2 model to convert: RuntimeError: MatMulNBitsQuantizer quantized no… [model-specs/evidence/hunyuan_vl.yaml]"
+        : q2f16_matches_reference = Precision(Precision::Q2f16)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : generates = Generates
     );
 }
 /// hunyuan_vl on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

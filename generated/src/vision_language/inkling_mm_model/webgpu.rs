@@ -33,8 +33,9 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
-        = Precision(Precision::Q2f16)
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: inkling_mm_model on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: cosine similarity … in its worst row [model-specs/evidence/inkling_mm_model.yaml]"
+        : q2f16_matches_reference = Precision(Precision::Q2f16)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, ignore =

@@ -44,8 +44,12 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
-        = Precision(Precision::Q2f16), generates = Generates
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "known issue: internvl on webgpu with onnxruntime: q2f16_matches_reference failed: the engine or its provider (run-failed): ONNX Runtime run failed: Non-zero status code returned while running Resize node [model-specs/evidence/internvl.yaml]"
+        : q2f16_matches_reference = Precision(Precision::Q2f16)
+    );
+    runtime::checks!(
+        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : generates = Generates
     );
 }
 /// internvl on webgpu with onnxruntime-web in headless Firefox, webgpu: run.

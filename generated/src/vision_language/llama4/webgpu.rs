@@ -59,8 +59,9 @@ mod native {
         : q2_matches_reference = Precision(Precision::Q2)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_NATIVE, gate = gate_webgpu : q2f16_matches_reference
-        = Precision(Precision::Q2f16)
+        super::super::cells::WEBGPU_NATIVE, ignore =
+        "unsupported: llama4 on webgpu with onnxruntime: q2f16_matches_reference does not apply (does-not-apply): component embed: ONNX Runtime's quantizer could not make the q2f16 model: RuntimeError: no q2 model to convert: RuntimeError: MatMulNBitsQuantizer quantized no… [model-specs/evidence/llama4.yaml]"
+        : q2f16_matches_reference = Precision(Precision::Q2f16)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_NATIVE, ignore =
