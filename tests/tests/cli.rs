@@ -1003,14 +1003,15 @@ fn checkpoint_refuses_what_it_cannot_run_and_writes_nothing() {
     );
 }
 
-/// One record of albert's cpu ONNX Runtime cell: `check` passed in `run` on fixture
-/// content `content`, with today's engine and verdict code.
+/// One record of albert's cpu ONNX Runtime cell: `check` (float32's, or a precision's
+/// `<precision>_matches_reference`) passed in `run` on fixture content `content`, with
+/// today's engine and verdict code.
 fn albert_pass(run: &str, check: &str, content: &str) -> String {
     serde_json::json!({
         "run_id": run, "time": "2026-12-06T10:00:00Z", "host": "vm", "model": "albert",
         "category": "text_encoders", "platform": "cpu", "engine_kind": "onnxruntime",
         "engine": "onnxruntime, CPUExecutionProvider", "check": check, "status": "passed",
-        "basis": "measured", "precision": "float32",
+        "basis": "measured", "precision": check.strip_suffix("_matches_reference").unwrap_or("float32"),
         "runtime_version": runtime::record::runtime_version(runtime::EngineKind::Onnxruntime),
         "library": "onnxruntime (<cache>/venv/lib/python3.11/site-packages/onnxruntime/capi/libonnxruntime.so.1.31.1)",
         "fixture": {"dir": "<fixtures>/albert", "source": "tiny-random", "cache_key": "k1",
@@ -1031,10 +1032,20 @@ fn a_cell_this_run_did_not_reach_shows_the_run_that_measured_its_passes() {
     let import = |run: &str, content: &str| {
         let records = scratch.join(format!("records-{run}"));
         std::fs::create_dir_all(&records).unwrap();
-        let lines: Vec<String> = ["runs", "matches_reference", "dynamic_shapes"]
-            .iter()
-            .map(|check| albert_pass(run, check, content))
-            .collect();
+        // The whole cell: its float32 checks and cpu's precision checks (hardware.yaml).
+        let lines: Vec<String> = [
+            "runs",
+            "matches_reference",
+            "dynamic_shapes",
+            "int8_matches_reference",
+            "int8_avx2_matches_reference",
+            "q4_matches_reference",
+            "bnb4_matches_reference",
+            "q2_matches_reference",
+        ]
+        .iter()
+        .map(|check| albert_pass(run, check, content))
+        .collect();
         std::fs::write(records.join("vm.jsonl"), lines.join("\n") + "\n").unwrap();
         let run = on_specs(
             &ws,
@@ -1062,6 +1073,36 @@ fn a_cell_this_run_did_not_reach_shows_the_run_that_measured_its_passes() {
     // Other content: the new run's passes replace the block.
     let other = import("run-c", "bbbb2222bbbb2222");
     assert!(other.contains("    run: run-c\n"), "{other}");
+    // A run of one of the cell's precision checks (a test filter) would replace the block and
+    // drop the others' passes: refused, naming them, and nothing written.
+    let records = scratch.join("records-one-check");
+    std::fs::create_dir_all(&records).unwrap();
+    std::fs::write(
+        records.join("vm.jsonl"),
+        albert_pass("run-d", "q4_matches_reference", "dddd4444dddd4444") + "\n",
+    )
+    .unwrap();
+    let partial = on_specs(
+        &ws,
+        &[
+            "measure",
+            "--platform",
+            "cpu",
+            "--model",
+            "albert",
+            "--records",
+            records.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(partial.code, 1, "{}{}", partial.stdout, partial.stderr);
+    assert!(
+        partial.stderr.contains(
+            "only some checks of 1 cells whose stored passes hold others, which importing it would drop (a cell's passes are one run's): albert with onnxruntime (bnb4_matches_reference, dynamic_shapes, int8_avx2_matches_reference, int8_matches_reference, matches_reference, q2_matches_reference, runs)"
+        ) && partial.stderr.contains("nothing was written"),
+        "{}",
+        partial.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&evidence).unwrap(), other);
 
     // A run that measured another cell of cpu and not albert's.
     let db = scratch.join("db.sqlite");

@@ -481,6 +481,10 @@ pub fn run(
     let mut tally = Tally::default();
     let mut passes: Passes = BTreeMap::new();
     let mut unrecorded = Vec::new();
+    // Cells whose stored passes hold checks this run did not record, and the store's passes
+    // read so far: see `passes_left_out`.
+    let mut partial = Vec::new();
+    let mut stored_passes: BTreeMap<&str, Vec<PassedCell>> = BTreeMap::new();
     for (model, engine) in &selected.cells {
         let Some(measured) = records.get(&(model.spec.model_type.clone(), *engine)) else {
             unrecorded.push(format!("{} with {}", model.spec.model_type, engine.name()));
@@ -498,9 +502,34 @@ pub fn run(
             measured,
             plan: cell_plan,
         };
-        let entries = changes.entry(model.spec.model_type.as_str()).or_default();
-        entries.extend(cell.changes(options.verify, &mut tally, err));
+        let cell_changes = cell.changes(options.verify, &mut tally, err);
         // A cell with only the ledger's records was not measured: its passes stay.
+        if !measured.checks.is_empty() && !options.verify {
+            let stored = match stored_passes.entry(model.spec.model_type.as_str()) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(evidence::read(&specs.root, &model.spec.model_type)?.passed)
+                }
+            };
+            let left = stored
+                .iter()
+                .find(|p| p.platform == platform && p.engine == *engine)
+                .map(|p| passes_left_out(p, measured, cell_plan, &cell_changes))
+                .unwrap_or_default();
+            if !left.is_empty() {
+                partial.push(format!(
+                    "{} with {} ({})",
+                    model.spec.model_type,
+                    engine.name(),
+                    left.iter()
+                        .map(|c| c.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+        let entries = changes.entry(model.spec.model_type.as_str()).or_default();
+        entries.extend(cell_changes);
         if !measured.checks.is_empty() {
             passes
                 .entry(model.spec.model_type.as_str())
@@ -509,6 +538,19 @@ pub fn run(
         }
     }
     warn_unrecorded(&unrecorded, platform, err);
+    if !partial.is_empty() {
+        const NAMED: usize = 8;
+        return Err(format!(
+            "the run measured only some checks of {} cells whose stored passes hold others, which importing it would drop (a cell's passes are one run's): {}{}; nothing was written. Import a run of whole cells (a test filter of `<model>::{platform}::<engine>::`, without `--skip`), or measure them with `gen measure --platform {platform} --model M`",
+            partial.len(),
+            partial[..partial.len().min(NAMED)].join("; "),
+            if partial.len() > NAMED {
+                format!("; and {} more", partial.len() - NAMED)
+            } else {
+                String::new()
+            }
+        ));
+    }
     if options.verify {
         if selected.at_our_limit > 0 {
             let _ = writeln!(
@@ -548,6 +590,40 @@ pub fn run(
         tally.quantization_failed,
     );
     Ok(0)
+}
+
+/// The checks a cell's stored passes hold that this run neither recorded nor changed the
+/// entry of, and that the cell's plan still runs: a run of some of its checks (a test filter,
+/// `--skip`). The store keeps a cell's passes as one run's, with its provenance, so importing
+/// the run would replace the block and drop them; the check the plan no longer runs, or one
+/// whose entry the run changed (a dead process's "no record"), is no pass to keep.
+fn passes_left_out(
+    stored: &PassedCell,
+    measured: &Measured,
+    plan: Option<&CellPlan>,
+    changes: &[(EntryKey, Option<Entry>)],
+) -> Vec<CheckId> {
+    let planned = |check: &CheckId| {
+        plan.is_some_and(|p| match check {
+            CheckId::Precision(precision) => {
+                p.precision_checks.iter().any(|c| c.precision == *precision)
+            }
+            CheckId::Generates => p.generation.is_some(),
+            CheckId::Quantization(scheme) => p.quantization.iter().any(|q| q.scheme == *scheme),
+            check => CheckId::FLOAT32.contains(check),
+        })
+    };
+    stored
+        .checks
+        .keys()
+        .filter(|check| {
+            !measured.checks.contains_key(check)
+                && !measured.not_run.contains(check)
+                && !changes.iter().any(|(key, _)| key.check == **check)
+                && planned(check)
+        })
+        .copied()
+        .collect()
 }
 
 /// The selected cells the run has no record of (a run of other models, or one whose process
