@@ -25,10 +25,8 @@ and the fixtures are built with 5.23, whose modules it would have to rebuild. Wh
 module is this call: trace it with TorchScript and convert the trace with the PyTorch frontend;
 its model patchers (which replace a few modules' forward for tracing) are not applied, our
 recipe's are. On a fixture of optimum's graph (`gen fixtures --graph optimum`, which keeps the
-saved tiny model in `hf/`) it is optimum-intel that converts: `optimum.exporters.openvino.
-main_export(hf/, task=<optimum's task>)`, its patchers and its inputs (optimum's, which the
-fixture feeds), run by gen fixtures with optimum-intel's venv's Python
-(requirements-optimum-intel.txt); the record's `method` says which of the two made the IR.
+saved tiny model in `hf/`) it is optimum-intel itself that converts: optimum_intel.py, which
+calls `main` with its own `convert`; the record's `method` says which of the two made the IR.
 """
 
 from __future__ import annotations
@@ -87,41 +85,8 @@ def name_ports(model, meta: dict) -> None:
             port.get_tensor().set_names({wanted["name"]})
 
 
-OPTIMUM_INTEL_METHOD = "optimum.exporters.openvino.main_export(hf/, task={task}) (optimum-intel {version}), float32"
-
-
-def convert_with_optimum_intel(ov, fixture: Path, meta: dict):
-    """The saved tiny model of a fixture on optimum's graph converted by optimum-intel, as
-    `optimum-cli export openvino --task <task>` converts a checkpoint; its IR's inputs and
-    outputs carry optimum's names, which the fixture's inputs and references use."""
-    from optimum.exporters.openvino import main_export
-
-    task = meta["graph"]["task"]
-    with tempfile.TemporaryDirectory() as scratch:
-        main_export(str(fixture / "hf"), scratch, task=task, local_files_only=True)
-        model = ov.Core().read_model(str(Path(scratch) / "openvino_model.xml"))
-    takes = sorted(name for port in model.inputs for name in port.get_names())
-    fed = sorted(i["name"] for i in meta["inputs"])
-    if takes != fed:
-        raise ValueError(f"optimum-intel's model takes {takes}, optimum's ONNX graph (the fixture's inputs) {fed}")
-    gives = {name for port in model.outputs for name in port.get_names()}
-    missing = [o["name"] for o in meta["outputs"] if o["name"] not in gives]
-    if missing:
-        raise ValueError(f"optimum-intel's model gives no {missing} (it gives {sorted(gives)})")
-    model.set_friendly_name(STEM)
-    return model, OPTIMUM_INTEL_METHOD.format(task=task, version=_version("optimum-intel"))
-
-
-def _version(package: str) -> str:
-    from importlib.metadata import version
-
-    return version(package)
-
-
 def convert(ov, torch, np, fixture: Path, meta: dict):
     """The fixture's module converted by OpenVINO's PyTorch frontend, and how."""
-    if (fixture / "hf").is_dir():
-        return convert_with_optimum_intel(ov, fixture, meta)
     if not (fixture / "model.pt").is_file():
         # The frontend converts a TorchScript trace (optimum-intel's conversion traces the
         # module with torch.jit.trace too): a module that does not trace is not converted.
@@ -168,7 +133,9 @@ def nncf_format(nncf, model, fixture: Path, name: str, settings: dict) -> dict:
     return made
 
 
-def main() -> int:
+def main(convert=convert) -> int:
+    """Converts each fixture of JOBS.json with `convert` (this script's, or optimum_intel.py's)
+    and makes NNCF's formats of the IR."""
     jobs = json.loads(Path(sys.argv[1]).read_text())
     # Standard output carries our lines only: the libraries print progress and tables there.
     out = os.fdopen(os.dup(1), "w", buffering=1)

@@ -9,7 +9,8 @@
 //! - OpenVINO's own conversion of the fixture's PyTorch module (its PyTorch frontend, as
 //!   optimum-intel converts a model) and NNCF's formats of that IR, by openvino_pytorch.py
 //!   in OpenVINO's venv with the exporter venv's torch; on fixtures of optimum's graph,
-//!   optimum-intel's conversion of the saved tiny model, in optimum-intel's venv.
+//!   optimum-intel's conversion of the saved tiny model, by optimum_intel.py (the same
+//!   record and NNCF formats) in optimum-intel's venv.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -82,7 +83,7 @@ pub const OPENVINO_PYTORCH: Maker = Maker {
 /// venv (which reads OpenVINO's and the exporter's after its own).
 pub const OPTIMUM_INTEL: Maker = Maker {
     progress: "optimum-intel conversions made",
-    script: "openvino_pytorch.py",
+    script: "optimum_intel.py",
     record: OPENVINO_PYTORCH_RECORD,
     key: optimum_intel_key,
     python_needs: "optimum-intel: run `bash tests/setup.sh optimum-intel`",

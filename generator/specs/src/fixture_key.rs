@@ -36,8 +36,10 @@ pub const TRANSFORMERSJS_SOURCE: &[u8] =
 /// exporter venv's torch: their key is in each fixture's `openvino_pytorch.json`.
 pub const OPENVINO_PYTORCH_SOURCE: &[u8] =
     include_bytes!("../../importer/exporter/openvino_pytorch.py");
-/// optimum-intel's venv's pinned requirements: the key of openvino_pytorch.py's conversions
-/// on optimum's fixtures, which optimum-intel makes, covers them too.
+/// The script that converts a fixture on optimum's graph with optimum-intel (openvino_pytorch.py
+/// with its own `convert`), and optimum-intel's venv's pinned requirements: the key of those
+/// conversions covers them with openvino_pytorch.py's parts.
+pub const OPTIMUM_INTEL_SOURCE: &[u8] = include_bytes!("../../importer/exporter/optimum_intel.py");
 pub const OPTIMUM_INTEL_REQUIREMENTS: &[u8] =
     include_bytes!("../../importer/exporter/requirements-optimum-intel.txt");
 /// The scripts that make a fixture on optimum's graph (`gen fixtures --graph optimum`), and
@@ -133,11 +135,12 @@ pub fn openvino_pytorch_key() -> String {
     hex(&hasher.finalize())
 }
 
-/// The key of openvino_pytorch.py's conversions by optimum-intel (fixtures on optimum's
-/// graph): the conversion's own key's parts and optimum-intel's venv's requirements.
+/// The key of optimum_intel.py's conversions (fixtures on optimum's graph): its script,
+/// openvino_pytorch.py's key's parts and optimum-intel's venv's requirements.
 pub fn optimum_intel_key() -> String {
     let mut hasher = Sha256::new();
     for part in [
+        OPTIMUM_INTEL_SOURCE,
         OPENVINO_PYTORCH_SOURCE,
         NNCF_SOURCE,
         NNCF_REQUIREMENTS,

@@ -1,0 +1,57 @@
+"""optimum-intel's conversion of a fixture on optimum's graph: the saved tiny model the fixture
+keeps in `hf/` (`gen fixtures --graph optimum`) converted by `optimum.exporters.openvino.
+main_export` with optimum's task, its model patchers and its inputs (optimum's, which the
+fixture feeds), as `optimum-cli export openvino --task <task>` converts a checkpoint. The rest
+is openvino_pytorch.py's: the IR saved float32 as `model.ov_pytorch.xml`, NNCF's int8 and int4
+of it, and `openvino_pytorch.json` saying how (its `method`: optimum-intel's call) or the
+converter's whole error. A script of its own so that a change to this route remakes only the
+conversions of optimum's graphs (its key is this script's and openvino_pytorch.py's).
+
+Run by `gen fixtures` with optimum-intel's venv's Python (requirements-optimum-intel.txt,
+`bash tests/setup.sh optimum-intel`), which reads OpenVINO's and the exporter's venvs after its
+own:
+
+    python optimum_intel.py JOBS.json
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from importlib.metadata import version
+from pathlib import Path
+
+import openvino_pytorch
+
+METHOD = "optimum.exporters.openvino.main_export(hf/, task={task}{stateless}) (optimum-intel {version}), float32"
+
+
+def convert(ov, torch, np, fixture: Path, meta: dict):
+    """The saved tiny model converted by optimum-intel; its IR's inputs and outputs carry
+    optimum's names, which the fixture's inputs and references use. A decoder exported with
+    its cache (optimum's `-with-past` task) is converted without optimum-intel's default
+    stateful form (the cache kept in the model's state, fed a `beam_idx`): the fixture feeds
+    the cache as inputs, as optimum's ONNX graph takes it (optimum-cli's `--disable-stateful`)."""
+    from optimum.exporters.openvino import main_export
+
+    task = meta["graph"]["task"]
+    with_past = task.endswith("-with-past")
+    with tempfile.TemporaryDirectory() as scratch:
+        main_export(str(fixture / "hf"), scratch, task=task, local_files_only=True,
+                    **({"stateful": False} if with_past else {}))
+        model = ov.Core().read_model(str(Path(scratch) / "openvino_model.xml"))
+    takes = sorted(name for port in model.inputs for name in port.get_names())
+    fed = sorted(i["name"] for i in meta["inputs"])
+    if takes != fed:
+        raise ValueError(f"optimum-intel's model takes {takes}, optimum's ONNX graph (the fixture's inputs) {fed}")
+    gives = {name for port in model.outputs for name in port.get_names()}
+    missing = [o["name"] for o in meta["outputs"] if o["name"] not in gives]
+    if missing:
+        raise ValueError(f"optimum-intel's model gives no {missing} (it gives {sorted(gives)})")
+    model.set_friendly_name(openvino_pytorch.STEM)
+    return model, METHOD.format(task=task, stateless=", stateful=False" if with_past else "",
+                                version=version("optimum-intel"))
+
+
+if __name__ == "__main__":
+    sys.exit(openvino_pytorch.main(convert))
