@@ -24,6 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy
 import onnx
 import torch
 
@@ -92,6 +93,15 @@ def _export(job: dict, spec: dict, seed: int, out_dir: Path, tmp: Path) -> None:
             inputs["position_ids"] = torch.arange(length, dtype=torch.int64).expand(batch, length).contiguous()
         if "attention_mask" in derived:
             inputs["attention_mask"] = torch.ones(batch, length, dtype=torch.int64)
+    # A decoder exported with its cache (optimum's `-with-past` task, as transformers.js ships
+    # it) takes the cache of earlier steps: empty at the first step (past_sequence_length 0),
+    # as transformers.js feeds it; what it gives (present.*) is not compared.
+    past = {i.name: i for i in onnx_model.graph.input if i.name in takes and i.name.startswith("past_key_values.")}
+    for _, inputs in shapes:
+        batch = inputs[sequence].shape[0] if sequence else None
+        for name, declared in past.items():
+            inputs[name] = _empty_cache(name, declared, batch)
+    derived |= set(past)
     undeclared = [name for name in takes if name not in input_names and name not in derived]
     if undeclared:
         raise ValueError(f"optimum's graph (task {graph['task']}) takes inputs the spec does not declare: {undeclared} (it takes {takes}; the spec declares {input_names})")
@@ -131,6 +141,7 @@ def _export(job: dict, spec: dict, seed: int, out_dir: Path, tmp: Path) -> None:
         # spec (it did not). Every record of a check on it carries this line: the tool, the
         # task and opset it chose, and the spec's outputs its graph lacks (never compared).
         "source": f"optimum-onnx {graph['versions']['optimum-onnx']} ({graph['task']}, opset {graph['opset']}"
+                  + (f"; not its {graph['deployed']['task']} graphs" if "deployed" in graph else "")
                   + (f"; without {', '.join(missing)}" if missing else "")
                   + (f"; takes no {', '.join(ignored)}" if ignored else "") + ")",
         "class": spec["export"]["class"],
@@ -159,6 +170,23 @@ def _export(job: dict, spec: dict, seed: int, out_dir: Path, tmp: Path) -> None:
     (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.rename(out_dir)
+
+
+def _empty_cache(name: str, declared, batch: int | None) -> torch.Tensor:
+    """One cache input at the first step: its graph's shape with the past's length 0 and the
+    inputs' batch; any other named size is not one this harness knows how to fill."""
+    sizes = []
+    for dim in declared.type.tensor_type.shape.dim:
+        if dim.HasField("dim_value"):
+            sizes.append(dim.dim_value)
+        elif dim.dim_param == "past_sequence_length":
+            sizes.append(0)
+        elif dim.dim_param == "batch_size" and batch is not None:
+            sizes.append(batch)
+        else:
+            raise ValueError(f"optimum's graph's cache input {name} has a size {dim.dim_param!r} the first step does not fix")
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(declared.type.tensor_type.elem_type)
+    return torch.from_numpy(numpy.zeros(sizes, dtype=dtype))
 
 
 @functools.cache
