@@ -40,6 +40,7 @@ def convert(ov, torch, np, fixture: Path, meta: dict):
         main_export(str(fixture / "hf"), scratch, task=task, local_files_only=True,
                     **({"stateful": False} if with_past else {}))
         model = ov.Core().read_model(str(Path(scratch) / "openvino_model.xml"))
+    fitted = fit_position_ids(ov, model, {i["name"] for i in meta["inputs"]})
     takes = sorted(name for port in model.inputs for name in port.get_names())
     fed = sorted(i["name"] for i in meta["inputs"])
     if takes != fed:
@@ -50,7 +51,46 @@ def convert(ov, torch, np, fixture: Path, meta: dict):
         raise ValueError(f"optimum-intel's model gives no {missing} (it gives {sorted(gives)})")
     model.set_friendly_name(openvino_pytorch.STEM)
     return model, METHOD.format(task=task, stateless=", stateful=False" if with_past else "",
-                                version=version("optimum-intel"))
+                                version=version("optimum-intel")) + fitted
+
+
+def fit_position_ids(ov, model, fed: set[str]) -> str:
+    """Where optimum-intel's model and optimum's ONNX graph (whose inputs the fixture holds)
+    disagree on `position_ids` alone, the IR is fitted to the fixture as their runtimes feed
+    them, without changing what it computes: one that takes position_ids the fixture lacks
+    gets them computed as the reference's forward fills them in (0..length for each row; the
+    fixture's graph computes them so inside), and one that lacks those the fixture has gets a
+    parameter nothing reads (optimum's graph takes them and the reference is 0..length too:
+    optimum_graph.py derives them so). Any other difference stays the harness's error. Returns
+    what was fitted, for the record's `method` ("" where nothing was)."""
+    import numpy as np
+    from openvino import opset13 as ops
+
+    params = {name: param for param in model.get_parameters() for name in param.output(0).get_names()}
+    if "position_ids" in params and "position_ids" not in fed and "input_ids" in params:
+        def const(*values):
+            return ops.constant(np.array(values, dtype=np.int64))
+
+        def scalar(value):
+            return ops.constant(np.array(value, dtype=np.int64))
+
+        shape = ops.shape_of(params["input_ids"], "i64")
+        length = ops.gather(shape, const(1), const(0))
+        positions = ops.range(scalar(0), ops.squeeze(length, const(0)), scalar(1), "i64")
+        computed = ops.broadcast(ops.unsqueeze(positions, const(0)), shape)
+        for target in list(params["position_ids"].output(0).get_target_inputs()):
+            target.replace_source_output(computed.output(0))
+        model.remove_parameter(params["position_ids"])
+        note = "; its position_ids computed as 0..length, which the fixture does not feed"
+    elif "position_ids" not in params and "position_ids" in fed:
+        unread = ops.parameter([-1, -1], ov.Type.i64, name="position_ids")
+        unread.output(0).get_tensor().set_names({"position_ids"})
+        model.add_parameters([unread])
+        note = "; position_ids, which the fixture feeds, taken and not read"
+    else:
+        return ""
+    model.validate_nodes_and_infer_types()
+    return note
 
 
 if __name__ == "__main__":
