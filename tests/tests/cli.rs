@@ -578,8 +578,21 @@ fn records_without_a_cpu_class_are_classed_by_the_flags_of_their_machine() {
         "classes:\n- platform: cpu\n  class: x86-64 avx512-vnni\n  cpu: x86-64 avx512-vnni (avx512_vnni)\n  run: vnni-run\n  date: 2026-12-01T00:00:00Z\n  host: vm\n  checks:\n    int8_matches_reference: {measured: 1, passed: 1}\n",
     )
     .unwrap();
+    let bert = ws.specs.join("evidence").join("bert.yaml");
+    let passes = |evidence: &str| {
+        evidence
+            .split_once("\npassed:\n")
+            .map(|(_, p)| p.to_string())
+    };
+    let passes_before = passes(&std::fs::read_to_string(&bert).unwrap());
     let run = import();
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    // Another class's int8 verdict leaves the passes this class measured as they were.
+    assert!(passes_before.is_some());
+    assert_eq!(
+        passes(&std::fs::read_to_string(&bert).unwrap()),
+        passes_before
+    );
     assert!(
         run.stdout
             .contains("CPU class x86-64 avx2 recorded as measured"),
@@ -1029,25 +1042,16 @@ fn a_cell_this_run_did_not_reach_shows_the_run_that_measured_its_passes() {
     let ws = copy_workspace("passes");
     let scratch = ws.specs.parent().unwrap().to_path_buf();
     let evidence = ws.specs.join("evidence").join("albert.yaml");
-    let import = |run: &str, content: &str| {
+    // `gen measure --records` of albert's cpu ONNX Runtime cell: `checks` passed in `run`.
+    let measure = |run: &str, content: &str, checks: &[&str]| {
         let records = scratch.join(format!("records-{run}"));
         std::fs::create_dir_all(&records).unwrap();
-        // The whole cell: its float32 checks and cpu's precision checks (hardware.yaml).
-        let lines: Vec<String> = [
-            "runs",
-            "matches_reference",
-            "dynamic_shapes",
-            "int8_matches_reference",
-            "int8_avx2_matches_reference",
-            "q4_matches_reference",
-            "bnb4_matches_reference",
-            "q2_matches_reference",
-        ]
-        .iter()
-        .map(|check| albert_pass(run, check, content))
-        .collect();
+        let lines: Vec<String> = checks
+            .iter()
+            .map(|check| albert_pass(run, check, content))
+            .collect();
         std::fs::write(records.join("vm.jsonl"), lines.join("\n") + "\n").unwrap();
-        let run = on_specs(
+        on_specs(
             &ws,
             &[
                 "measure",
@@ -1058,7 +1062,21 @@ fn a_cell_this_run_did_not_reach_shows_the_run_that_measured_its_passes() {
                 "--records",
                 records.to_str().unwrap(),
             ],
-        );
+        )
+    };
+    // The whole cell: its float32 checks and cpu's precision checks (hardware.yaml).
+    let import = |run: &str, content: &str| {
+        let whole = [
+            "runs",
+            "matches_reference",
+            "dynamic_shapes",
+            "int8_matches_reference",
+            "int8_avx2_matches_reference",
+            "q4_matches_reference",
+            "bnb4_matches_reference",
+            "q2_matches_reference",
+        ];
+        let run = measure(run, content, &whole);
         assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
         std::fs::read_to_string(&evidence).unwrap()
     };
@@ -1075,25 +1093,7 @@ fn a_cell_this_run_did_not_reach_shows_the_run_that_measured_its_passes() {
     assert!(other.contains("    run: run-c\n"), "{other}");
     // A run of one of the cell's precision checks (a test filter) would replace the block and
     // drop the others' passes: refused, naming them, and nothing written.
-    let records = scratch.join("records-one-check");
-    std::fs::create_dir_all(&records).unwrap();
-    std::fs::write(
-        records.join("vm.jsonl"),
-        albert_pass("run-d", "q4_matches_reference", "dddd4444dddd4444") + "\n",
-    )
-    .unwrap();
-    let partial = on_specs(
-        &ws,
-        &[
-            "measure",
-            "--platform",
-            "cpu",
-            "--model",
-            "albert",
-            "--records",
-            records.to_str().unwrap(),
-        ],
-    );
+    let partial = measure("run-d", "dddd4444dddd4444", &["q4_matches_reference"]);
     assert_eq!(partial.code, 1, "{}{}", partial.stdout, partial.stderr);
     assert!(
         partial.stderr.contains(

@@ -504,16 +504,29 @@ pub fn run(
         };
         let cell_changes = cell.changes(options.verify, &mut tally, err);
         // A cell with only the ledger's records was not measured: its passes stay.
-        if !measured.checks.is_empty() && !options.verify {
+        let mut keeps_its_passes = measured.checks.is_empty();
+        if !keeps_its_passes && !options.verify {
             let stored = match stored_passes.entry(model.spec.model_type.as_str()) {
                 std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::btree_map::Entry::Vacant(e) => {
                     e.insert(evidence::read(&specs.root, &model.spec.model_type)?.passed)
                 }
             };
-            let left = stored
+            let block = stored
                 .iter()
-                .find(|p| p.platform == platform && p.engine == *engine)
+                .find(|p| p.platform == platform && p.engine == *engine);
+            // Another CPU class's verdicts of class-scoped checks (another machine's int8
+            // records) say nothing of the passes this class measured: they stay.
+            keeps_its_passes = block.is_some_and(|block| {
+                measured.checks.iter().all(|(check, record)| {
+                    evidence::class_scoped(Some(platform), *check)
+                        && record.cpu_class.as_ref().is_some_and(|class| {
+                            Some(class.class.as_str()) != block.provenance.cpu_class()
+                        })
+                })
+            });
+            let left = block
+                .filter(|_| !keeps_its_passes)
                 .map(|p| passes_left_out(p, measured, cell_plan, &cell_changes))
                 .unwrap_or_default();
             if !left.is_empty() {
@@ -530,7 +543,7 @@ pub fn run(
         }
         let entries = changes.entry(model.spec.model_type.as_str()).or_default();
         entries.extend(cell_changes);
-        if !measured.checks.is_empty() {
+        if !keeps_its_passes {
             passes
                 .entry(model.spec.model_type.as_str())
                 .or_default()
