@@ -481,10 +481,10 @@ pub fn run(
     let mut tally = Tally::default();
     let mut passes: Passes = BTreeMap::new();
     let mut unrecorded = Vec::new();
-    // Cells whose stored passes hold checks this run did not record, and the store's passes
-    // read so far: see `passes_left_out`.
+    // Cells whose stored passes hold checks this run did not record (see `passes_left_out`),
+    // and the evidence files read for them, which `write_store` merges into.
     let mut partial = Vec::new();
-    let mut stored_passes: BTreeMap<&str, Vec<PassedCell>> = BTreeMap::new();
+    let mut files: BTreeMap<&str, evidence::EvidenceFile> = BTreeMap::new();
     for (model, engine) in &selected.cells {
         let Some(measured) = records.get(&(model.spec.model_type.clone(), *engine)) else {
             unrecorded.push(format!("{} with {}", model.spec.model_type, engine.name()));
@@ -506,13 +506,14 @@ pub fn run(
         // A cell with only the ledger's records was not measured: its passes stay.
         let mut keeps_its_passes = measured.checks.is_empty();
         if !keeps_its_passes && !options.verify {
-            let stored = match stored_passes.entry(model.spec.model_type.as_str()) {
+            let file = match files.entry(model.spec.model_type.as_str()) {
                 std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::btree_map::Entry::Vacant(e) => {
-                    e.insert(evidence::read(&specs.root, &model.spec.model_type)?.passed)
+                    e.insert(evidence::read(&specs.root, &model.spec.model_type)?)
                 }
             };
-            let block = stored
+            let block = file
+                .passed
                 .iter()
                 .find(|p| p.platform == platform && p.engine == *engine);
             // Another CPU class's verdicts of class-scoped checks (another machine's int8
@@ -574,7 +575,7 @@ pub fn run(
         }
         return verify(specs, platform, &run_id, &changes, out, err);
     }
-    let written = write_store(specs, changes, passes)?;
+    let written = write_store(specs, changes, passes, files)?;
     // A --stale run measures the cells it chose for their stale entries (mostly
     // failures): no count of a CPU class's passes.
     let classes = if options.stale {
@@ -616,16 +617,6 @@ fn passes_left_out(
     plan: Option<&CellPlan>,
     changes: &[(EntryKey, Option<Entry>)],
 ) -> Vec<CheckId> {
-    let planned = |check: &CheckId| {
-        plan.is_some_and(|p| match check {
-            CheckId::Precision(precision) => {
-                p.precision_checks.iter().any(|c| c.precision == *precision)
-            }
-            CheckId::Generates => p.generation.is_some(),
-            CheckId::Quantization(scheme) => p.quantization.iter().any(|q| q.scheme == *scheme),
-            check => CheckId::FLOAT32.contains(check),
-        })
-    };
     stored
         .checks
         .keys()
@@ -633,7 +624,7 @@ fn passes_left_out(
             !measured.checks.contains_key(check)
                 && !measured.not_run.contains(check)
                 && !changes.iter().any(|(key, _)| key.check == **check)
-                && planned(check)
+                && plan.is_some_and(|p| p.has_check(**check))
         })
         .copied()
         .collect()
@@ -1263,9 +1254,14 @@ fn record_classes(
     Ok(words)
 }
 
-/// One write per model's evidence file: every check measured, merged into
-/// its entries. Returns how many files changed.
-fn write_store(specs: &Specs, mut changes: Changes, mut passes: Passes) -> Result<usize, String> {
+/// One write per model's evidence file (`read`: those already read, as they are on disk):
+/// every check measured, merged into its entries. Returns how many files changed.
+fn write_store(
+    specs: &Specs,
+    mut changes: Changes,
+    mut passes: Passes,
+    mut read: BTreeMap<&str, evidence::EvidenceFile>,
+) -> Result<usize, String> {
     let classes = hwmatrix_specs::spec::cpu_classes::read(&specs.root)?;
     let mut changed = 0;
     let models: std::collections::BTreeSet<&str> =
@@ -1273,7 +1269,10 @@ fn write_store(specs: &Specs, mut changes: Changes, mut passes: Passes) -> Resul
     for model_type in models {
         let mut checks = changes.remove(model_type).unwrap_or_default();
         let model = specs.model(model_type).expect("a planned model");
-        let mut file = evidence::read(&specs.root, model_type)?;
+        let mut file = match read.remove(model_type) {
+            Some(file) => file,
+            None => evidence::read(&specs.root, model_type)?,
+        };
         for (key, _) in &mut checks {
             if first_of_its_kind(&classes, &file.entries, key) {
                 key.cpu_class = None;

@@ -77,6 +77,20 @@ impl CellPlan {
     pub fn is_kernel(&self) -> bool {
         !self.quantization.is_empty()
     }
+
+    /// Whether `check` is one of the cell's checks: a float32 check, one of its precision
+    /// checks or quantization schemes, or `generates` where it plans one.
+    pub fn has_check(&self, check: CheckId) -> bool {
+        match check {
+            CheckId::Precision(precision) => self
+                .precision_checks
+                .iter()
+                .any(|c| c.precision == precision),
+            CheckId::Generates => self.generation.is_some(),
+            CheckId::Quantization(scheme) => self.quantization.iter().any(|q| q.scheme == scheme),
+            check => CheckId::FLOAT32.contains(&check),
+        }
+    }
 }
 
 #[derive(Debug)]
