@@ -68,16 +68,13 @@ def fit_position_ids(ov, model, fed: set[str]) -> str:
 
     params = {name: param for param in model.get_parameters() for name in param.output(0).get_names()}
     if "position_ids" in params and "position_ids" not in fed and "input_ids" in params:
-        def const(*values):
-            return ops.constant(np.array(values, dtype=np.int64))
-
-        def scalar(value):
+        def i64(value):  # a constant: a scalar, or a list as a 1-d tensor
             return ops.constant(np.array(value, dtype=np.int64))
 
         shape = ops.shape_of(params["input_ids"], "i64")
-        length = ops.gather(shape, const(1), const(0))
-        positions = ops.range(scalar(0), ops.squeeze(length, const(0)), scalar(1), "i64")
-        computed = ops.broadcast(ops.unsqueeze(positions, const(0)), shape)
+        length = ops.gather(shape, i64([1]), i64(0))
+        positions = ops.range(i64(0), ops.squeeze(length, i64([0])), i64(1), "i64")
+        computed = ops.broadcast(ops.unsqueeze(positions, i64([0])), shape)
         for target in list(params["position_ids"].output(0).get_target_inputs()):
             target.replace_source_output(computed.output(0))
         model.remove_parameter(params["position_ids"])
