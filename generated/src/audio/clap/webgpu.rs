@@ -23,21 +23,6 @@ mod browser {
         "not tested here: clap on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/clap.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
-    runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: clap on webgpu with browser: bnb4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_audio: relative L2 error …, above … (bnb4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/clap.yaml]"
-        : bnb4_matches_reference = Precision(Precision::Bnb4)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: clap on webgpu with browser: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_audio: relative L2 error …, above … [model-specs/evidence/clap.yaml]"
-        : q2_matches_reference = Precision(Precision::Q2)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, ignore =
-        "not tested here: clap on webgpu with browser: q2f16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/clap.yaml]"
-        : q2f16_matches_reference = Precision(Precision::Q2f16)
-    );
 }
 /// clap on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
@@ -96,21 +81,6 @@ mod firefox {
         super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: clap on webgpu with firefox: q4f16_matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/clap.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: clap on webgpu with firefox: bnb4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_audio: relative L2 error …, above … (bnb4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/clap.yaml]"
-        : bnb4_matches_reference = Precision(Precision::Bnb4)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: clap on webgpu with firefox: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_audio: relative L2 error …, above … [model-specs/evidence/clap.yaml]"
-        : q2_matches_reference = Precision(Precision::Q2)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: clap on webgpu with firefox: q2f16_matches_reference failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/clap.yaml]"
-        : q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// clap's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -22,11 +22,6 @@ mod browser {
         "not tested here: pocket_tts_audio_tokenizer on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/pocket_tts_audio_tokenizer.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
-    runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : bnb4_matches_reference
-        = Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2),
-        q2f16_matches_reference = Precision(Precision::Q2f16)
-    );
 }
 /// pocket_tts_audio_tokenizer on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
@@ -49,9 +44,7 @@ mod firefox {
         super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox : runs = Runs,
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
         fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// pocket_tts_audio_tokenizer's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -488,33 +488,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// xcodec2 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -675,33 +648,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "xcodec2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "xcodec2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×2 on CPUExecutionProvider, Round ×1 on CPUExecutionProvider ran elsewhere [model-specs/evidence/xcodec2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,

@@ -380,33 +380,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "auraflow_transformer_2d on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 471 of 2048 elements outside abs … + rel … [model-specs/evidence/auraflow_transformer_2d.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "auraflow_transformer_2d on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 471 of 2048 elements outside abs … + rel … [model-specs/evidence/auraflow_transformer_2d.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "auraflow_transformer_2d on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample: 471 of 2048 elements outside abs … + rel … [model-specs/evidence/auraflow_transformer_2d.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// auraflow_transformer_2d on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -470,9 +443,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
             PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
             PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2f16, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     );
 /// auraflow_transformer_2d on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

@@ -434,33 +434,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// autoencoder_kl_cosmos on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -621,33 +594,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with firefox: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with firefox: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_cosmos on webgpu with firefox: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "autoencoder_kl_cosmos on webgpu with firefox: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/autoencoder_kl_cosmos.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,

@@ -384,33 +384,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs … +… [model-specs/evidence/autoencoder_kl_hunyuan_video.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs … +… [model-specs/evidence/autoencoder_kl_hunyuan_video.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs … +… [model-specs/evidence/autoencoder_kl_hunyuan_video.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// autoencoder_kl_hunyuan_video on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -515,33 +488,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs … +… [model-specs/evidence/autoencoder_kl_hunyuan_video.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs … +… [model-specs/evidence/autoencoder_kl_hunyuan_video.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs … +… [model-specs/evidence/autoencoder_kl_hunyuan_video.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "autoencoder_kl_hunyuan_video's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output sample_output differs from PyTorch on shape 1: 59 of 3840 elements outside abs … +… [model-specs/evidence/autoencoder_kl_hunyuan_video.yaml]",
                     basis: Basis::Evidence,

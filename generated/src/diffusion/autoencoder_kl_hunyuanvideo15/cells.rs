@@ -432,33 +432,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with browser: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// autoencoder_kl_hunyuanvideo15 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -579,33 +552,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "autoencoder_kl_hunyuanvideo15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "autoencoder_kl_hunyuanvideo15 on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (out-of-tolerance): output sample_output: 3055 of 6912 elements outside abs … + rel … [model-specs/evidence/autoencoder_kl_hunyuanvideo15.yaml]",
                     basis: Basis::Evidence,

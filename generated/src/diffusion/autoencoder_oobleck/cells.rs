@@ -292,33 +292,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "autoencoder_oobleck on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 96 of 96 elements outside abs … + rel … [model-specs/evidence/autoencoder_oobleck.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "autoencoder_oobleck on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 96 of 96 elements outside abs … + rel … [model-specs/evidence/autoencoder_oobleck.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "autoencoder_oobleck on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 96 of 96 elements outside abs … + rel … [model-specs/evidence/autoencoder_oobleck.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// autoencoder_oobleck on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -455,33 +428,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "autoencoder_oobleck on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 96 of 96 elements outside abs … + rel … [model-specs/evidence/autoencoder_oobleck.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "autoencoder_oobleck on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 96 of 96 elements outside abs … + rel … [model-specs/evidence/autoencoder_oobleck.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "autoencoder_oobleck on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 96 of 96 elements outside abs … + rel … [model-specs/evidence/autoencoder_oobleck.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "autoencoder_oobleck on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 96 of 96 elements outside abs … + rel … [model-specs/evidence/autoencoder_oobleck.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,

@@ -21,9 +21,7 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: autoencoder_oobleck on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 96 of 96 elements outside abs … + rel … [model-specs/evidence/autoencoder_oobleck.yaml] (the store also holds matches_reference)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// autoencoder_oobleck on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (autoencoder_oobleck on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output sample_output: 47 of 48 elements outside abs … + rel … [model-specs/evidence/autoencoder_oobleck.yaml]).
@@ -73,9 +71,7 @@ mod firefox {
         super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: autoencoder_oobleck on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output sample_output: 96 of 96 elements outside abs … + rel … [model-specs/evidence/autoencoder_oobleck.yaml] (the store also holds matches_reference)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// autoencoder_oobleck's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -23,9 +23,7 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: transformer_anyflow on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_anyflow.yaml] (the store also holds matches_reference, runs)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// transformer_anyflow on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (transformer_anyflow on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Add ×4 on CPUExecutionProvider, Cast ×8 on CPUExecutionProvider, Concat ×4 on CPUExecutionProvider, Mul ×16 on… [model-specs/evidence/transformer_anyflow.yaml] (the store also holds runs)).
@@ -79,9 +77,7 @@ mod firefox {
         super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: transformer_anyflow on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_anyflow.yaml] (the store also holds matches_reference, runs)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// transformer_anyflow's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -355,33 +355,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "transformer_glm_image on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_glm_image.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "transformer_glm_image on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_glm_image.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "transformer_glm_image on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_glm_image.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// transformer_glm_image on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -429,9 +402,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
             PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
             PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2f16, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     );
 /// transformer_glm_image on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

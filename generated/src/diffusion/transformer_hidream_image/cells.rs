@@ -412,33 +412,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "transformer_hidream_image's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_hidream_image.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "transformer_hidream_image's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_hidream_image.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "transformer_hidream_image's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_hidream_image.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// transformer_hidream_image on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -543,33 +516,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "transformer_hidream_image's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_hidream_image.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "transformer_hidream_image's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_hidream_image.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "transformer_hidream_image's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_hidream_image.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "transformer_hidream_image's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_hidream_image.yaml]",
                     basis: Basis::Evidence,

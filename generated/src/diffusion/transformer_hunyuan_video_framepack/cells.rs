@@ -452,33 +452,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video_framepack on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video_framepack.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video_framepack on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video_framepack.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "transformer_hunyuan_video_framepack on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video_framepack.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// transformer_hunyuan_video_framepack on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -603,30 +576,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::NotTested {
-                    reason: "not tested here: transformer_hunyuan_video_framepack on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_hunyuan_video_framepack.yaml] (the store also holds runs)",
-                    stage: Stage::Run,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::NotTested {
-                    reason: "not tested here: transformer_hunyuan_video_framepack on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_hunyuan_video_framepack.yaml] (the store also holds runs)",
-                    stage: Stage::Run,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::NotTested {
-                    reason: "not tested here: transformer_hunyuan_video_framepack on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_hunyuan_video_framepack.yaml] (the store also holds runs)",
-                    stage: Stage::Run,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::NotTested {
                     reason: "not tested here: transformer_hunyuan_video_framepack on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_hunyuan_video_framepack.yaml] (the store also holds runs)",
                     stage: Stage::Run,

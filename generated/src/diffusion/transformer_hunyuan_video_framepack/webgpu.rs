@@ -13,9 +13,7 @@ mod browser {
         "known issue: transformer_hunyuan_video_framepack on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/transformer_hunyuan_video_framepack.yaml]"
         : dynamic_shapes = DynamicShapes, fp16_matches_reference =
         Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
-        q4f16_matches_reference = Precision(Precision::Q4f16), bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2),
-        q2f16_matches_reference = Precision(Precision::Q2f16)
+        q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// transformer_hunyuan_video_framepack on webgpu with onnxruntime, WebGpuExecutionProvider: run.
@@ -58,9 +56,7 @@ mod firefox {
         super::super::cells::WEBGPU_FIREFOX, ignore =
         "not tested here: transformer_hunyuan_video_framepack on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/transformer_hunyuan_video_framepack.yaml] (the store also holds runs)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// transformer_hunyuan_video_framepack's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -358,33 +358,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "transformer_ltx2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_ltx2.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "transformer_ltx2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_ltx2.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "transformer_ltx2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_ltx2.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// transformer_ltx2 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -489,33 +462,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "transformer_ltx2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_ltx2.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "transformer_ltx2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_ltx2.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "transformer_ltx2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_ltx2.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "transformer_ltx2's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported [model-specs/evidence/transformer_ltx2.yaml]",
                     basis: Basis::Evidence,

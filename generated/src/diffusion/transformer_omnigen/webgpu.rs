@@ -10,9 +10,7 @@ mod browser {
         : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
         DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
         q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
-        Precision(Precision::Q4f16), bnb4_matches_reference = Precision(Precision::Bnb4),
-        q2_matches_reference = Precision(Precision::Q2), q2f16_matches_reference =
-        Precision(Precision::Q2f16)
+        Precision(Precision::Q4f16)
     );
 }
 /// transformer_omnigen on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_omnigen (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: TypeError: 'NoneType' object is not subscriptable).
@@ -40,9 +38,7 @@ mod firefox {
         : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
         DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
         q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
-        Precision(Precision::Q4f16), bnb4_matches_reference = Precision(Precision::Bnb4),
-        q2_matches_reference = Precision(Precision::Q2), q2f16_matches_reference =
-        Precision(Precision::Q2f16)
+        Precision(Precision::Q4f16)
     );
 }
 /// transformer_omnigen's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

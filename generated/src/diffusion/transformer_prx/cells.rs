@@ -340,33 +340,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "transformer_prx on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Load),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "transformer_prx on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Load),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "transformer_prx on webgpu with browser: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Load),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// transformer_prx on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -527,33 +500,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "transformer_prx on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Load),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "transformer_prx on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Load),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "transformer_prx on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Load),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "transformer_prx on webgpu with firefox: dynamic_shapes failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/transformer_prx.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,

@@ -353,30 +353,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…",
-                    stage: Stage::Reference,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…",
-                    stage: Stage::Reference,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…",
-                    stage: Stage::Reference,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// transformer_wan_animate_2 on webgpu: not-tested (onnxruntime, WebGpuExecutionProvider).
@@ -471,30 +447,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…",
-                    stage: Stage::Reference,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…",
-                    stage: Stage::Reference,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::NotTested {
-                    reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…",
-                    stage: Stage::Reference,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::NotTested {
                     reason: "not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…",
                     stage: Stage::Reference,

@@ -10,9 +10,7 @@ mod browser {
         : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
         DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
         q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
-        Precision(Precision::Q4f16), bnb4_matches_reference = Precision(Precision::Bnb4),
-        q2_matches_reference = Precision(Precision::Q2), q2f16_matches_reference =
-        Precision(Precision::Q2f16)
+        Precision(Precision::Q4f16)
     );
 }
 /// transformer_wan_animate_2 on webgpu with onnxruntime, WebGpuExecutionProvider: not-tested (not tested: hwmatrix's harness could not build and run the tiny PyTorch model for transformer_wan_animate_2 (stage `reference`, our gap, not a fact about the model or webgpu): running the tiny model: RuntimeError: TypeError: WanAnimate2Transformer3DModel.forward() missing 5 required positional arguments: 'encoder_hidden_states'…).
@@ -40,9 +38,7 @@ mod firefox {
         : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
         DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
         q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
-        Precision(Precision::Q4f16), bnb4_matches_reference = Precision(Precision::Bnb4),
-        q2_matches_reference = Precision(Precision::Q2), q2f16_matches_reference =
-        Precision(Precision::Q2f16)
+        Precision(Precision::Q4f16)
     );
 }
 /// transformer_wan_animate_2's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

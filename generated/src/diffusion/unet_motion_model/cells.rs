@@ -295,30 +295,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::NotTested {
-                    reason: "not tested here: unet_motion_model on webgpu with browser: dynamic_shapes failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/unet_motion_model.yaml] (the store also holds matches_reference, runs)",
-                    stage: Stage::Run,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::NotTested {
-                    reason: "not tested here: unet_motion_model on webgpu with browser: dynamic_shapes failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/unet_motion_model.yaml] (the store also holds matches_reference, runs)",
-                    stage: Stage::Run,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::NotTested {
-                    reason: "not tested here: unet_motion_model on webgpu with browser: dynamic_shapes failed: the environment here (not tested here) (timeout): running the model took longer than its limit of 120 s [model-specs/evidence/unet_motion_model.yaml] (the store also holds matches_reference, runs)",
-                    stage: Stage::Run,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// unet_motion_model on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -366,9 +342,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
             PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
             PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2f16, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     );
 /// unet_motion_model on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

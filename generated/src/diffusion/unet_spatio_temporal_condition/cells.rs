@@ -342,33 +342,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// unet_spatio_temporal_condition on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -529,33 +502,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "unet_spatio_temporal_condition on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "unet_spatio_temporal_condition on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Concat ×4 on CPUExecutionProvider, Cos ×2 on CPUExecutionProvider, Mul ×2 on CPUExecutionProvider, Sin ×2 on… [model-specs/evidence/unet_spatio_temporal_condition.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,

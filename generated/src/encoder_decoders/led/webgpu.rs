@@ -23,9 +23,7 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: led on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_BROWSER, ignore =
@@ -89,9 +87,7 @@ mod firefox {
         super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: led on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Slice ×2 on CPUExecutionProvider ran elsewhere [model-specs/evidence/led.yaml] (the store also holds matches_reference, runs)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_FIREFOX, ignore =

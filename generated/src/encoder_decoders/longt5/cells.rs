@@ -380,33 +380,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "longt5 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "longt5 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "longt5 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     )
     .with_generation(
@@ -543,33 +516,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]",
                     basis: Basis::Evidence,

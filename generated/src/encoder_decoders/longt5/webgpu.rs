@@ -21,9 +21,7 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: longt5 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml] (the store also holds matches_reference)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_BROWSER, ignore =
@@ -67,9 +65,7 @@ mod firefox {
         "known issue: longt5 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 442 of 448 elements outside abs … + rel … [model-specs/evidence/longt5.yaml]"
         : dynamic_shapes = DynamicShapes, fp16_matches_reference =
         Precision(Precision::Fp16), q4_matches_reference = Precision(Precision::Q4),
-        q4f16_matches_reference = Precision(Precision::Q4f16), bnb4_matches_reference =
-        Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2),
-        q2f16_matches_reference = Precision(Precision::Q2f16)
+        q4f16_matches_reference = Precision(Precision::Q4f16)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox : generates =

@@ -262,32 +262,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "clip on webgpu with browser: bnb4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: relative L2 error …, above … (bnb4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/clip.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "clip on webgpu with browser: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/clip.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::NotTested {
-                    reason: "not tested here: clip on webgpu with browser: q2f16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/clip.yaml]",
-                    stage: Stage::Load,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// clip on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -343,33 +317,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
             PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
             PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "clip on webgpu with firefox: bnb4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: relative L2 error …, above … (bnb4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/clip.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "clip on webgpu with firefox: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/clip.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "clip on webgpu with firefox: q2f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/clip.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// clip on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

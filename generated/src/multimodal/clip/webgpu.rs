@@ -22,21 +22,6 @@ mod browser {
         "not tested here: clip on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/clip.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
-    runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: clip on webgpu with browser: bnb4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: relative L2 error …, above … (bnb4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/clip.yaml]"
-        : bnb4_matches_reference = Precision(Precision::Bnb4)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: clip on webgpu with browser: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/clip.yaml]"
-        : q2_matches_reference = Precision(Precision::Q2)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, ignore =
-        "not tested here: clip on webgpu with browser: q2f16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/clip.yaml]"
-        : q2f16_matches_reference = Precision(Precision::Q2f16)
-    );
 }
 /// clip on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
@@ -73,21 +58,6 @@ mod firefox {
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
         fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
         Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: clip on webgpu with firefox: bnb4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: relative L2 error …, above … (bnb4's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/clip.yaml]"
-        : bnb4_matches_reference = Precision(Precision::Bnb4)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: clip on webgpu with firefox: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/clip.yaml]"
-        : q2_matches_reference = Precision(Precision::Q2)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: clip on webgpu with firefox: q2f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_image: cosine similarity … in its worst row [model-specs/evidence/clip.yaml]"
-        : q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// clip's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -23,11 +23,6 @@ mod browser {
         "unsupported: glm_image on webgpu with browser: q4f16_matches_reference does not apply (does-not-apply): component embed: the exporter could not make the q4f16 model: RuntimeError: no q4 variant to convert (its conversion failed) [model-specs/evidence/glm_image.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
-    runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : bnb4_matches_reference
-        = Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2),
-        q2f16_matches_reference = Precision(Precision::Q2f16)
-    );
 }
 /// glm_image on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
@@ -72,9 +67,7 @@ mod firefox {
         super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox : runs = Runs,
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
         fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// glm_image's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

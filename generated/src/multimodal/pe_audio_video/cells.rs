@@ -452,33 +452,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "pe_audio_video on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/pe_audio_video.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "pe_audio_video on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/pe_audio_video.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "pe_audio_video on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/pe_audio_video.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// pe_audio_video on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -599,33 +572,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "pe_audio_video on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/pe_audio_video.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "pe_audio_video on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/pe_audio_video.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "pe_audio_video on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/pe_audio_video.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "pe_audio_video on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/pe_audio_video.yaml]",
                     basis: Basis::Evidence,

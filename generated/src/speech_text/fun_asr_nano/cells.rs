@@ -300,33 +300,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "fun_asr_nano on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1265 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "fun_asr_nano on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1265 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "fun_asr_nano on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1265 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// fun_asr_nano on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -455,33 +428,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "fun_asr_nano on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "fun_asr_nano on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "fun_asr_nano on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "fun_asr_nano on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]",
                     basis: Basis::Evidence,

@@ -20,9 +20,7 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: fun_asr_nano on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1265 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// fun_asr_nano on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (fun_asr_nano on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]).
@@ -70,9 +68,7 @@ mod firefox {
         super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: fun_asr_nano on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 1266 of 1280 elements outside abs … + rel … [model-specs/evidence/fun_asr_nano.yaml]"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// fun_asr_nano's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

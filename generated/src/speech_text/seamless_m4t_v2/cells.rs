@@ -260,33 +260,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "seamless_m4t_v2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "seamless_m4t_v2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "seamless_m4t_v2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// seamless_m4t_v2 on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -407,33 +380,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "seamless_m4t_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "seamless_m4t_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "seamless_m4t_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "seamless_m4t_v2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output logits: 2750 of 14336 elements outside abs … + rel … [model-specs/evidence/seamless_m4t_v2.yaml]",
                     basis: Basis::Evidence,

@@ -296,24 +296,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "whisper on webgpu with browser: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/whisper.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::NotTested {
-                    reason: "not tested here: whisper on webgpu with browser: q2f16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/whisper.yaml]",
-                    stage: Stage::Load,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// whisper on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -361,25 +343,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
             PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
             PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "whisper on webgpu with firefox: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/whisper.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "whisper on webgpu with firefox: q2f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/whisper.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// whisper on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

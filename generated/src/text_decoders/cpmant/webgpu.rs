@@ -22,9 +22,7 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: cpmant on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/cpmant.yaml] (the store also holds runs)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_BROWSER, ignore =
@@ -76,9 +74,7 @@ mod firefox {
         super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: cpmant on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/cpmant.yaml] (the store also holds matches_reference)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_FIREFOX, ignore =

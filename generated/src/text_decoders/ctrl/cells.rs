@@ -181,9 +181,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
             PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
             PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2f16, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);
@@ -247,30 +244,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::NotTested {
-                    reason: "not tested here: ctrl on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/ctrl.yaml]",
-                    stage: Stage::Run,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::NotTested {
-                    reason: "not tested here: ctrl on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/ctrl.yaml]",
-                    stage: Stage::Run,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::NotTested {
-                    reason: "not tested here: ctrl on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/ctrl.yaml]",
-                    stage: Stage::Run,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::NotTested {
                     reason: "not tested here: ctrl on webgpu with firefox: runs failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/ctrl.yaml]",
                     stage: Stage::Run,

@@ -23,11 +23,6 @@ mod browser {
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : bnb4_matches_reference
-        = Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2),
-        q2f16_matches_reference = Precision(Precision::Q2f16)
-    );
-    runtime::checks!(
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: deepseek_v2's decoder with its cache (the generation exporter): generation_export failed: the model with the standard tool (export-failed): RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::polar' to ONNX opset version 17 is not supported [model-specs/evidence/deepseek_v2.yaml]"
         : generates = Generates
@@ -68,9 +63,7 @@ mod firefox {
         super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox : runs = Runs,
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
         fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_FIREFOX, ignore =

@@ -24,20 +24,6 @@ mod browser {
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : bnb4_matches_reference
-        = Precision(Precision::Bnb4)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: llama on webgpu with browser: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/llama.yaml]"
-        : q2_matches_reference = Precision(Precision::Q2)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, ignore =
-        "not tested here: llama on webgpu with browser: q2f16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/llama.yaml]"
-        : q2f16_matches_reference = Precision(Precision::Q2f16)
-    );
-    runtime::checks!(
         super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : generates = Generates
     );
 }
@@ -96,20 +82,6 @@ mod firefox {
         super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: llama on webgpu with firefox: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: top-1 agreement …, below … (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/llama.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox :
-        bnb4_matches_reference = Precision(Precision::Bnb4)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: llama on webgpu with firefox: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/llama.yaml]"
-        : q2_matches_reference = Precision(Precision::Q2)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: llama on webgpu with firefox: q2f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/llama.yaml]"
-        : q2f16_matches_reference = Precision(Precision::Q2f16)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox : generates =

@@ -21,9 +21,7 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: esmc on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 15 of 832 elements outside abs … + rel … [model-specs/evidence/esmc.yaml] (the store also holds matches_reference)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// esmc on webgpu with onnxruntime, WebGpuExecutionProvider: run.
@@ -56,9 +54,7 @@ mod firefox {
         super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox : runs = Runs,
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
         fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// esmc's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

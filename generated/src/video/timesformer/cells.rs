@@ -183,9 +183,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
             PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
             PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
             PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2f16, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     );
 /// timesformer on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -217,9 +214,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             PrecisionCheck::run(Precision::Fp16, AgreementBound::new(0.99, 0.05, 0.95)),
             PrecisionCheck::run(Precision::Q4, AgreementBound::new(0.95, 0.25, 0.75)),
             PrecisionCheck::run(Precision::Q4f16, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::run(Precision::Q2f16, AgreementBound::new(0.95, 0.25, 0.75)),
         ],
     );
 /// timesformer on webgpu: quantization checks on wgpu's kernels, one per scheme of model-specs/quantization.yaml.

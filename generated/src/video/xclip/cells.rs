@@ -303,32 +303,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "xclip on webgpu with browser: bnb4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "xclip on webgpu with browser: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::NotTested {
-                    reason: "not tested here: xclip on webgpu with browser: q2f16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/xclip.yaml]",
-                    stage: Stage::Load,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// xclip on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -411,33 +385,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
                     reason: "xclip on webgpu with firefox: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "xclip on webgpu with firefox: bnb4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "xclip on webgpu with firefox: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "xclip on webgpu with firefox: q2f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

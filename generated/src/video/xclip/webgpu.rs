@@ -23,21 +23,6 @@ mod browser {
         "not tested here: xclip on webgpu with browser: q4f16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/xclip.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
-    runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: xclip on webgpu with browser: bnb4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]"
-        : bnb4_matches_reference = Precision(Precision::Bnb4)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: xclip on webgpu with browser: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]"
-        : q2_matches_reference = Precision(Precision::Q2)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, ignore =
-        "not tested here: xclip on webgpu with browser: q2f16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/xclip.yaml]"
-        : q2f16_matches_reference = Precision(Precision::Q2f16)
-    );
 }
 /// xclip on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
@@ -92,21 +77,6 @@ mod firefox {
         super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: xclip on webgpu with firefox: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: xclip on webgpu with firefox: bnb4_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]"
-        : bnb4_matches_reference = Precision(Precision::Bnb4)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: xclip on webgpu with firefox: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]"
-        : q2_matches_reference = Precision(Precision::Q2)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: xclip on webgpu with firefox: q2f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits_per_video: cosine similarity … in its worst row [model-specs/evidence/xclip.yaml]"
-        : q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// xclip's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -362,33 +362,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "bit's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs …… [model-specs/evidence/bit.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "bit's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs …… [model-specs/evidence/bit.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "bit's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs …… [model-specs/evidence/bit.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// bit on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -493,33 +466,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "bit's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs …… [model-specs/evidence/bit.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "bit's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs …… [model-specs/evidence/bit.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "bit's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs …… [model-specs/evidence/bit.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "bit's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime output last_hidden_state differs from PyTorch on shape 1: 103 of 256 elements outside abs …… [model-specs/evidence/bit.yaml]",
                     basis: Basis::Evidence,

@@ -264,33 +264,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// dab-detr on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -427,33 +400,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "dab-detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "dab-detr on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 768 of 768 elements outside abs … + rel … [model-specs/evidence/dab-detr.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,

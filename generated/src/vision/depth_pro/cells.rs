@@ -432,33 +432,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "depth_pro on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/depth_pro.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "depth_pro on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/depth_pro.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "depth_pro on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/depth_pro.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// depth_pro on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -619,33 +592,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "depth_pro on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/depth_pro.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "depth_pro on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/depth_pro.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "depth_pro on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/depth_pro.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "depth_pro on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/depth_pro.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,

@@ -264,25 +264,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "detr on webgpu with browser: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/detr.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "detr on webgpu with browser: q2f16_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/detr.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Load),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// detr on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -357,25 +338,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
                     reason: "detr on webgpu with firefox: q4f16_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/detr.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Load),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "detr on webgpu with firefox: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/detr.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "detr on webgpu with firefox: q2f16_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/detr.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Load),
                 },

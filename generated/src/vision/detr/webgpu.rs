@@ -22,20 +22,6 @@ mod browser {
         "known issue: detr on webgpu with browser: q4f16_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/detr.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
-    runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : bnb4_matches_reference
-        = Precision(Precision::Bnb4)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: detr on webgpu with browser: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/detr.yaml]"
-        : q2_matches_reference = Precision(Precision::Q2)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, ignore =
-        "known issue: detr on webgpu with browser: q2f16_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/detr.yaml]"
-        : q2f16_matches_reference = Precision(Precision::Q2f16)
-    );
 }
 /// detr on webgpu with onnxruntime, WebGpuExecutionProvider: run.
 ///
@@ -95,20 +81,6 @@ mod firefox {
         super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: detr on webgpu with firefox: q4f16_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/detr.yaml]"
         : q4f16_matches_reference = Precision(Precision::Q4f16)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox :
-        bnb4_matches_reference = Precision(Precision::Bnb4)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: detr on webgpu with firefox: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/detr.yaml]"
-        : q2_matches_reference = Precision(Precision::Q2)
-    );
-    runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, ignore =
-        "known issue: detr on webgpu with firefox: q2f16_matches_reference failed: the engine or its provider (model-load): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/detr.yaml]"
-        : q2f16_matches_reference = Precision(Precision::Q2f16)
     );
 }
 /// detr's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

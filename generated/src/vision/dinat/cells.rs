@@ -353,30 +353,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
-                    stage: Stage::Reference,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
-                    stage: Stage::Reference,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
-                    stage: Stage::Reference,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// dinat on webgpu: not-tested (onnxruntime, WebGpuExecutionProvider).
@@ -471,30 +447,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
-                    stage: Stage::Reference,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
-                    stage: Stage::Reference,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::NotTested {
-                    reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
-                    stage: Stage::Reference,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::NotTested {
                     reason: "not tested: this environment could not build and run the tiny PyTorch model for dinat (stage `reference`: a library the model needs is not installed here, not a fact about the model or webgpu): running the tiny model: ImportError: DinatModel requires the natten library but it was not found in your environment",
                     stage: Stage::Reference,

@@ -272,33 +272,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// edgetam_video on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -435,33 +408,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "edgetam_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "edgetam_video on webgpu with firefox: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output fpn_hidden_states_0: 11676 of 16384 elements outside abs … + rel … [model-specs/evidence/edgetam_video.yaml] (the store also holds matches_reference)",
                     basis: Basis::Evidence,

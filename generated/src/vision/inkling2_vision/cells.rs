@@ -459,33 +459,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "inkling2_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "inkling2_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "inkling2_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// inkling2_vision on webgpu: run (onnxruntime, WebGpuExecutionProvider).
@@ -610,30 +583,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::NotTested {
-                    reason: "not tested here: inkling2_vision on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference)",
-                    stage: Stage::Run,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::NotTested {
-                    reason: "not tested here: inkling2_vision on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference)",
-                    stage: Stage::Run,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::NotTested {
-                    reason: "not tested here: inkling2_vision on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference)",
-                    stage: Stage::Run,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::NotTested {
                     reason: "not tested here: inkling2_vision on webgpu with firefox: dynamic_shapes failed: our harness (not tested here) (no-record): no record (the test did not run: its process ended before it could write one) [model-specs/evidence/inkling2_vision.yaml] (the store also holds matches_reference)",
                     stage: Stage::Run,

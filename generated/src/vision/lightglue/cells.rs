@@ -400,33 +400,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "lightglue's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/lightglue.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "lightglue's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/lightglue.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "lightglue's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/lightglue.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// lightglue on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -531,33 +504,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "lightglue's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/lightglue.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "lightglue's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/lightglue.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "lightglue's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/lightglue.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "lightglue's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime cannot load the exported graph: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from… [model-specs/evidence/lightglue.yaml]",
                     basis: Basis::Evidence,

@@ -409,33 +409,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// mobilevitv2 on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -596,33 +569,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "mobilevitv2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "mobilevitv2 on webgpu with firefox: dynamic_shapes failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: Col2Im ×3 on CPUExecutionProvider ran elsewhere [model-specs/evidence/mobilevitv2.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,

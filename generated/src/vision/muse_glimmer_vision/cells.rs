@@ -512,33 +512,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// muse_glimmer_vision on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -699,33 +672,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "muse_glimmer_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Run),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "muse_glimmer_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_glimmer_vision.yaml] (the store also holds matches_reference, runs)",
                     basis: Basis::Evidence,

@@ -23,9 +23,7 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: muse_spark_vision on webgpu with browser: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_spark_vision.yaml] (the store also holds matches_reference, runs)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// muse_spark_vision on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (muse_spark_vision on webgpu with onnxruntime: matches_reference failed: the engine or its provider (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_spark_vision.yaml] (the store also holds runs)).
@@ -79,9 +77,7 @@ mod firefox {
         super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: muse_spark_vision on webgpu with firefox: dynamic_shapes failed: the model with the standard tool (provider-fallback): not every node ran on WebGpuExecutionProvider: ConstantOfShape ×3 on CPUExecutionProvider, Equal ×3 on CPUExecutionProvider, Loop ×3 on CPUExecutionProvider… [model-specs/evidence/muse_spark_vision.yaml] (the store also holds matches_reference, runs)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// muse_spark_vision's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -24,9 +24,7 @@ mod browser {
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : bnb4_matches_reference
-        = Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2),
-        q2f16_matches_reference = Precision(Precision::Q2f16), generates = Generates
+        super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : generates = Generates
     );
 }
 /// cohere_compass on webgpu with onnxruntime, WebGpuExecutionProvider: run.
@@ -87,10 +85,8 @@ mod firefox {
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox :
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16),
-        generates = Generates
+        super::super::cells::WEBGPU_FIREFOX, gate = gate_webgpu_firefox : generates =
+        Generates
     );
 }
 /// cohere_compass's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

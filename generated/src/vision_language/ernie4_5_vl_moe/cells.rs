@@ -434,33 +434,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);
@@ -567,33 +540,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "ernie4_5_vl_moe's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: the Python worker died (signal: 8 (SIGFPE)) [model-specs/evidence/ernie4_5_vl_moe.yaml]",
                     basis: Basis::Evidence,

@@ -345,24 +345,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "llava on webgpu with browser: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/llava.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::NotTested {
-                    reason: "not tested here: llava on webgpu with browser: q2f16_matches_reference failed: the environment here (not tested here) (adapter-feature-missing): onnxruntime-web (webgpu) opening the model: Can't create a session [model-specs/evidence/llava.yaml]",
-                    stage: Stage::Load,
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);
@@ -439,25 +421,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
                 Precision::Q4f16,
                 Planned::KnownIssue {
                     reason: "llava on webgpu with firefox: q4f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: top-1 agreement …, below … (q4f16's bounds, chosen from measurements: precision_tolerances in defaults.yaml or… [model-specs/evidence/llava.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::run(Precision::Bnb4, AgreementBound::new(0.95, 0.25, 0.75)),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "llava on webgpu with firefox: q2_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/llava.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "llava on webgpu with firefox: q2f16_matches_reference failed: the engine or its provider (out-of-tolerance): output logits: cosine similarity … in its worst row [model-specs/evidence/llava.yaml]",
                     basis: Basis::Evidence,
                     stage: Some(Stage::Mismatch),
                 },

@@ -23,9 +23,7 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: minicpmv4_6 on webgpu with browser: dynamic_shapes failed: the engine or its provider (run-failed): onnxruntime-web (webgpu) running the model: failed to call OrtRun() [model-specs/evidence/minicpmv4_6.yaml] (the store also holds matches_reference, runs)"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : generates = Generates
@@ -71,8 +69,6 @@ mod firefox {
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
         fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
         Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16),
         generates = Generates
     );
 }

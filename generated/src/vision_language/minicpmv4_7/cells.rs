@@ -441,33 +441,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not… [model-specs/evidence/minicpmv4_7.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not… [model-specs/evidence/minicpmv4_7.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not… [model-specs/evidence/minicpmv4_7.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);
@@ -574,33 +547,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not… [model-specs/evidence/minicpmv4_7.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not… [model-specs/evidence/minicpmv4_7.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not… [model-specs/evidence/minicpmv4_7.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "minicpmv4_7's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: UnsupportedOperatorError: Exporting the operator 'aten::linalg_solve_triangular' to ONNX opset version 17 is not… [model-specs/evidence/minicpmv4_7.yaml]",
                     basis: Basis::Evidence,

@@ -349,33 +349,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "molmo2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 416 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "molmo2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 416 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "molmo2 on webgpu with browser: dynamic_shapes failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 2 of 416 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml] (the store also holds matches_reference)",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);
@@ -506,33 +479,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "molmo2 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "molmo2 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "molmo2 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "molmo2 on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 255 of 256 elements outside abs … + rel … [model-specs/evidence/molmo2.yaml]",
                     basis: Basis::Evidence,

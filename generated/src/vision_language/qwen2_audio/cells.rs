@@ -279,33 +279,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// qwen2_audio on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -434,33 +407,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "qwen2_audio on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "qwen2_audio on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]",
                     basis: Basis::Evidence,

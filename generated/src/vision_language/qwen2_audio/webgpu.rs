@@ -20,9 +20,7 @@ mod browser {
         super::super::cells::WEBGPU_BROWSER, ignore =
         "known issue: qwen2_audio on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// qwen2_audio on webgpu with onnxruntime, WebGpuExecutionProvider: known-issue (qwen2_audio on webgpu with onnxruntime: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]).
@@ -70,9 +68,7 @@ mod firefox {
         super::super::cells::WEBGPU_FIREFOX, ignore =
         "known issue: qwen2_audio on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 498 of 512 elements outside abs … + rel … [model-specs/evidence/qwen2_audio.yaml]"
         : fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
-        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16)
+        Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16)
     );
 }
 /// qwen2_audio's weights quantized by each scheme of model-specs/quantization.yaml on wgpu's kernels, checked against the spec's ratings.

@@ -24,9 +24,7 @@ mod browser {
         : q4f16_matches_reference = Precision(Precision::Q4f16)
     );
     runtime::checks!(
-        super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : bnb4_matches_reference
-        = Precision(Precision::Bnb4), q2_matches_reference = Precision(Precision::Q2),
-        q2f16_matches_reference = Precision(Precision::Q2f16), generates = Generates
+        super::super::cells::WEBGPU_BROWSER, gate = gate_webgpu : generates = Generates
     );
 }
 /// qwen3_5_moe on webgpu with onnxruntime, WebGpuExecutionProvider: run.
@@ -76,8 +74,6 @@ mod firefox {
         matches_reference = MatchesReference, dynamic_shapes = DynamicShapes,
         fp16_matches_reference = Precision(Precision::Fp16), q4_matches_reference =
         Precision(Precision::Q4), q4f16_matches_reference = Precision(Precision::Q4f16),
-        bnb4_matches_reference = Precision(Precision::Bnb4), q2_matches_reference =
-        Precision(Precision::Q2), q2f16_matches_reference = Precision(Precision::Q2f16),
         generates = Generates
     );
 }

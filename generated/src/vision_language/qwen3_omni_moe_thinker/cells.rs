@@ -422,33 +422,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "qwen3_omni_moe_thinker's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while… [model-specs/evidence/qwen3_omni_moe_thinker.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "qwen3_omni_moe_thinker's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while… [model-specs/evidence/qwen3_omni_moe_thinker.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "qwen3_omni_moe_thinker's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while… [model-specs/evidence/qwen3_omni_moe_thinker.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);
@@ -555,33 +528,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "qwen3_omni_moe_thinker's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while… [model-specs/evidence/qwen3_omni_moe_thinker.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "qwen3_omni_moe_thinker's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while… [model-specs/evidence/qwen3_omni_moe_thinker.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "qwen3_omni_moe_thinker's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while… [model-specs/evidence/qwen3_omni_moe_thinker.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "qwen3_omni_moe_thinker's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: RuntimeError: onnxruntime fails on shape 1: Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while… [model-specs/evidence/qwen3_omni_moe_thinker.yaml]",
                     basis: Basis::Evidence,

@@ -374,33 +374,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "smolvlm on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "smolvlm on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "smolvlm on webgpu with browser: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     )
     .with_generation(&super::GENERATION, Planned::Run);
@@ -531,33 +504,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "smolvlm on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "smolvlm on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "smolvlm on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Mismatch),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "smolvlm on webgpu with firefox: matches_reference failed: the engine or its provider (out-of-tolerance): output last_hidden_state: 376 of 384 elements outside abs … + rel … [model-specs/evidence/smolvlm.yaml]",
                     basis: Basis::Evidence,

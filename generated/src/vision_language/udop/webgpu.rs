@@ -10,9 +10,7 @@ mod browser {
         : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
         DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
         q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
-        Precision(Precision::Q4f16), bnb4_matches_reference = Precision(Precision::Bnb4),
-        q2_matches_reference = Precision(Precision::Q2), q2f16_matches_reference =
-        Precision(Precision::Q2f16)
+        Precision(Precision::Q4f16)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_BROWSER, ignore =
@@ -50,9 +48,7 @@ mod firefox {
         : runs = Runs, matches_reference = MatchesReference, dynamic_shapes =
         DynamicShapes, fp16_matches_reference = Precision(Precision::Fp16),
         q4_matches_reference = Precision(Precision::Q4), q4f16_matches_reference =
-        Precision(Precision::Q4f16), bnb4_matches_reference = Precision(Precision::Bnb4),
-        q2_matches_reference = Precision(Precision::Q2), q2f16_matches_reference =
-        Precision(Precision::Q2f16)
+        Precision(Precision::Q4f16)
     );
     runtime::checks!(
         super::super::cells::WEBGPU_FIREFOX, ignore =

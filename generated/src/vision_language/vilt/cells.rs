@@ -392,33 +392,6 @@ pub static WEBGPU_BROWSER: Cell = Cell::new(
                 },
                 AgreementBound::new(0.95, 0.25, 0.75),
             ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "vilt's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got… [model-specs/evidence/vilt.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "vilt's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got… [model-specs/evidence/vilt.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
-                Planned::KnownIssue {
-                    reason: "vilt's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got… [model-specs/evidence/vilt.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
         ],
     );
 /// vilt on webgpu: known-issue (onnxruntime, WebGpuExecutionProvider).
@@ -523,33 +496,6 @@ pub static WEBGPU_FIREFOX: Cell = Cell::new(
             ),
             PrecisionCheck::new(
                 Precision::Q4f16,
-                Planned::KnownIssue {
-                    reason: "vilt's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got… [model-specs/evidence/vilt.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Bnb4,
-                Planned::KnownIssue {
-                    reason: "vilt's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got… [model-specs/evidence/vilt.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2,
-                Planned::KnownIssue {
-                    reason: "vilt's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got… [model-specs/evidence/vilt.yaml]",
-                    basis: Basis::Evidence,
-                    stage: Some(Stage::Export),
-                },
-                AgreementBound::new(0.95, 0.25, 0.75),
-            ),
-            PrecisionCheck::new(
-                Precision::Q2f16,
                 Planned::KnownIssue {
                     reason: "vilt's fixture pipeline: export failed: the model with the standard tool (export-failed): exporting: RuntimeError: legacy exporter: SymbolicValueError: Expected node type 'onnx::Constant' for argument 'num_samples' of node 'multinomial', got… [model-specs/evidence/vilt.yaml]",
                     basis: Basis::Evidence,
